@@ -1,0 +1,56 @@
+# pelab — see README.md. `make run` and `make test` install what is missing
+# (Debian packages, via scripts/install-deps.sh), build and run.
+CC ?= gcc
+CFLAGS ?= -O2 -march=native -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter
+LDLIBS = -lm
+
+PKGS = openblas stb
+HAVE_PKGS := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
+ifeq ($(HAVE_PKGS),yes)
+CFLAGS += $(shell pkg-config --cflags $(PKGS))
+LDLIBS += $(shell pkg-config --libs openblas)
+endif
+
+ifneq ($(NO_OMP),1)
+CFLAGS += -fopenmp
+LDFLAGS += -fopenmp
+endif
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+LIB_SRC = model/common.c model/params.c model/ops.c model/attn.c model/model.c model/ckpt.c \
+          model/eval.c model/pe.c $(wildcard model/pe_*.c) data/data.c data/cats.c
+HEADERS = $(wildcard model/*.h data/*.h)
+TEST_SRC = $(wildcard tests/*.c)
+
+.PHONY: all run test deps deps-torch check-deps clean
+all: train
+
+check-deps:
+	@pkg-config --exists $(PKGS) 2>/dev/null || { \
+	  echo "missing build dependencies: pkg-config could not find '$(PKGS)'."; \
+	  echo "install them with:  sudo apt-get install pkg-config libopenblas-dev libstb-dev"; \
+	  echo "or run:             make deps"; exit 1; }
+
+deps:
+	scripts/install-deps.sh
+
+train: $(LIB_SRC) train.c $(HEADERS) | check-deps
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
+
+tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h | check-deps
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
+
+run: deps
+	$(MAKE) train
+	./train
+
+test: deps
+	$(MAKE) train tests/test_pelab
+	./tests/test_pelab
+
+clean:
+	rm -f train tests/test_pelab

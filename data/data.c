@@ -1,0 +1,181 @@
+// data.c — opening a corpus, training batches, evaluation windows, and
+// tokens <-> text. See data.h.
+#include "data.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void cats_init_held_out(data_t *d);
+
+#define TEXT_MASK_RATE 0.15f
+#define TEXT_VAL_FRACTION 0.10
+
+static void read_text_file(data_t *d, const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        die_runtime("cannot open --data '%s': %s (give a text file, or 'cats' for the built-in corpus)", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) die_runtime("--data '%s' is a directory; give a text file", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) die_runtime("cannot open --data '%s': %s", path, strerror(errno));
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size : 4096, n = 0;
+    unsigned char *buf = xmalloc(cap);
+    for (;;) {
+        if (n == cap) {
+            cap *= 2;
+            unsigned char *nb = realloc(buf, cap);
+            if (!nb) die_runtime("out of memory reading --data '%s'", path);
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) die_runtime("error reading --data '%s': %s", path, strerror(errno));
+    fclose(f);
+    if (n == 0) die_runtime("--data '%s' is empty; give a text file with some content", path);
+    d->bytes = buf;
+    d->n = n;
+    d->n_train = n - (size_t)((double)n * TEXT_VAL_FRACTION);
+}
+
+void data_open(data_t *d, const char *spec, int causal, unsigned long long seed) {
+    memset(d, 0, sizeof *d);
+    d->causal = causal;
+    d->seed = seed;
+    d->rng.s = seed * 0x9E3779B97F4A7C15ull + 0x5151;
+    if (strcmp(spec, "cats") == 0) {
+        d->kind = DATA_CATS;
+        d->vocab = cats_vocab_size();
+        d->mask_token = 1;
+        cats_init_held_out(d);
+        return;
+    }
+    if (!spec[0]) die_usage("--data is empty; give 'cats' or a path to a text file");
+    d->kind = DATA_TEXT;
+    snprintf(d->path, sizeof d->path, "%s", spec);
+    read_text_file(d, spec);
+    d->vocab = causal ? 256 : 257;  // bytes, plus [MASK] for the masked objective
+    d->mask_token = 256;
+}
+
+void data_close(data_t *d) {
+    free(d->bytes);
+    memset(d, 0, sizeof *d);
+}
+
+int data_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
+    if (d->kind == DATA_CATS) {
+        if (T < CATS_MAX_EXAMPLE + 1) {
+            snprintf(err, errlen, "--ctx %d is shorter than one cats example and its answer (%d tokens); use --ctx %d or more",
+                     T, CATS_MAX_EXAMPLE + 1, CATS_MAX_EXAMPLE + 1);
+            return 0;
+        }
+        return 1;
+    }
+    if (d->n_train < (size_t)T + 1) {
+        snprintf(err, errlen, "--data '%s': the training split has %zu bytes, too short for --ctx %d (needs %d); use a longer file or a smaller --ctx",
+                 d->path, d->n_train, T, T + 1);
+        return 0;
+    }
+    return 1;
+}
+
+// Replaces TEXT_MASK_RATE of a row's positions by [MASK] (at least one); only
+// those carry a target.
+static void mask_row(const data_t *d, rng_t *rng, int T, const unsigned char *src, int *tokens, int *targets) {
+    int any = 0;
+    for (int t = 0; t < T; t++) {
+        int masked = rng_uniform(rng) < TEXT_MASK_RATE;
+        tokens[t] = masked ? d->mask_token : src[t];
+        targets[t] = masked ? src[t] : -1;
+        any |= masked;
+    }
+    if (!any) {
+        int t = (int)rng_below(rng, (uint32_t)T);
+        tokens[t] = d->mask_token;
+        targets[t] = src[t];
+    }
+}
+
+static void text_row(const data_t *d, rng_t *rng, const unsigned char *src, int T, int *tokens, int *targets, int *seg) {
+    if (d->causal) {
+        for (int t = 0; t < T; t++) {
+            tokens[t] = src[t];
+            targets[t] = src[t + 1];
+        }
+    } else {
+        mask_row(d, rng, T, src, tokens, targets);
+    }
+    for (int t = 0; t < T; t++) seg[t] = 0;
+}
+
+void data_next_batch(data_t *d, int B, int T, int *tokens, int *targets, int *seg) {
+    for (int b = 0; b < B; b++) {
+        size_t o = (size_t)b * T;
+        if (d->kind == DATA_CATS) {
+            cats_fill_row(d, &d->rng, T, tokens + o, targets + o, seg + o);
+        } else {
+            size_t span = d->n_train - (size_t)T;  // start offsets 0..span-1 leave room for T+1
+            size_t start = (size_t)(rng_next(&d->rng) % (span ? span : 1));
+            text_row(d, &d->rng, d->bytes + start, T, tokens + o, targets + o, seg + o);
+        }
+    }
+}
+
+size_t data_eval_windows(const data_t *d, int L, size_t max_tokens, char *err, size_t errlen) {
+    size_t want = max_tokens / (size_t)L;
+    if (want < 1) want = 1;
+    if (d->kind == DATA_CATS) return want;
+    size_t nval = d->n - d->n_train;
+    size_t have = nval > 0 ? (nval - 1) / (size_t)L : 0;
+    if (have == 0) {
+        snprintf(err, errlen, "the validation split of '%s' has %zu bytes, too short for one window of %d",
+                 d->path, nval, L);
+        return 0;
+    }
+    return want < have ? want : have;
+}
+
+void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, int *seg) {
+    // Each window draws from its own stream, so the answer does not depend on
+    // how windows are batched.
+    rng_t r = {d->seed * 0xD1B54A32D192ED03ull + 0x3C6EF372FE94F82Aull + w * 0x9E3779B97F4A7C15ull};
+    if (d->kind == DATA_CATS) {
+        cats_fill_row(d, &r, L, tokens, targets, seg);
+        return;
+    }
+    text_row(d, &r, d->bytes + d->n_train + w * (size_t)L, L, tokens, targets, seg);
+}
+
+int data_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen) {
+    int n = 0;
+    if (d->kind == DATA_TEXT) {
+        for (const char *p = text; *p && n < max; p++) out[n++] = (unsigned char)*p;
+        return n;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", text);
+    for (char *w = strtok(buf, " \t\n"); w; w = strtok(NULL, " \t\n")) {
+        int tok = -1;
+        for (int t = 0; t < d->vocab; t++)
+            if (strcmp(cats_word(t), w) == 0) tok = t;
+        if (tok < 0) {
+            snprintf(err, errlen, "--prompt word '%s' is not in the cats vocabulary (words like: the cat chases dog . who is chased ?)", w);
+            return -1;
+        }
+        if (n < max) out[n++] = tok;
+    }
+    return n;
+}
+
+void data_decode(const data_t *d, int t, char *buf, size_t buflen) {
+    if (d->kind == DATA_CATS) {
+        snprintf(buf, buflen, "%s ", cats_word(t));
+    } else if (t == d->mask_token) {
+        snprintf(buf, buflen, "<mask>");
+    } else {
+        snprintf(buf, buflen, "%c", (char)t);
+    }
+}

@@ -1,0 +1,75 @@
+// data.h — the two corpora of SPEC "Data": the built-in word-level `cats`
+// corpus and any text file as bytes. Both hand out rows of tokens, targets
+// (-1 = no loss) and segment ids, deterministically from --seed.
+#ifndef PELAB_DATA_H
+#define PELAB_DATA_H
+
+#include <stddef.h>
+
+#include "../model/common.h"
+
+enum { DATA_CATS = 0, DATA_TEXT = 1 };
+
+// cats vocabulary layout
+#define CATS_NOUNS 24
+#define CATS_VERBS 12
+#define CATS_HELD_OUT 100       // held-out (pair, verb) combinations
+#define CATS_MAX_EXAMPLE 13     // tokens in the longest example
+#define CATS_PROBE_MAX (CATS_HELD_OUT * 4)
+
+typedef struct {
+    int tokens[CATS_MAX_EXAMPLE];
+    int len;
+    int answer_pos;  // index of the answer slot
+    int answer;      // its token
+} cats_example;
+
+typedef struct {
+    int kind;      // DATA_*
+    int causal;
+    int vocab;
+    int mask_token;   // [MASK] id (bidirectional mode)
+    unsigned long long seed;
+    rng_t rng;        // the training batch stream; saved in checkpoints
+    // text
+    char path[512];
+    unsigned char *bytes;
+    size_t n, n_train;  // train = bytes[0, n_train), validation = the rest
+    // cats
+    unsigned char held[CATS_NOUNS][CATS_NOUNS][CATS_VERBS];  // 1: never in training
+} data_t;
+
+// Opens `spec` ("cats" or a path). Exits 2 on a bad value, 1 on an I/O problem.
+void data_open(data_t *d, const char *spec, int causal, unsigned long long seed);
+void data_close(data_t *d);
+// Checks that a context of T fits this corpus; returns 0 with a message otherwise.
+int data_check_ctx(const data_t *d, int T, char *err, size_t errlen);
+
+// One training batch: tokens, targets, seg all (B, T).
+void data_next_batch(data_t *d, int B, int T, int *tokens, int *targets, int *seg);
+
+// Evaluation windows of length L: how many (capped by max_tokens), 0 when the
+// validation split is too short (then *err says so).
+size_t data_eval_windows(const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
+// Window w (of data_eval_windows) into one row of length L.
+void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, int *seg);
+
+// Tokens <-> text, for --prompt and --sample.
+// Returns the number of tokens (at most max), or -1 with err filled.
+int data_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen);
+// Appends the text of token t to buf (cats: a word and a space; text: the byte).
+void data_decode(const data_t *d, int t, char *buf, size_t buflen);
+
+// cats internals that train.c, the order probe and the tests use
+const char *cats_word(int token);
+int cats_noun(int i);                // token of noun i
+int cats_verb(int i);                // token of verb i (3rd person)
+void cats_make_example(int subj, int verb, int obj, int ask_subject, cats_example *ex);
+// Fills probe with every held-out triple in both orders and both questions;
+// returns the count.
+int cats_probe(const data_t *d, cats_example *probe);
+// Fills one row of length T with whole or cut examples from rng (see cats.c).
+void cats_fill_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int *seg);
+int cats_vocab_size(void);
+
+#endif

@@ -1,0 +1,144 @@
+// attn.c — see attn.h. Per head h of sequence b, in row chunks [i0, i0+nq):
+//   S = Q Kᵀ / sqrt(hs) + bias   (keys 0..nk-1; nk = i0+nq when causal)
+//   P = softmax(mask(S))          rows
+//   Y = P V + value term
+// Heads run in parallel (OpenMP); inside a parallel region OpenBLAS is held to
+// one thread so the two thread pools never oversubscribe the cores.
+#include "attn.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+size_t attn_scratch_floats(int T) { return (size_t)ATTN_CHUNK * (size_t)T; }
+
+static int blas_enter_parallel(void) {
+#ifdef _OPENMP
+    int saved = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    return saved;
+#else
+    return 0;
+#endif
+}
+
+static void blas_leave_parallel(int saved) {
+#ifdef _OPENMP
+    openblas_set_num_threads(saved);
+#else
+    (void)saved;
+#endif
+}
+
+static int thread_id(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static inline int key_allowed(const attn_dims *d, const int *seg_b, int i, int j) {
+    if (d->causal && j > i) return 0;
+    return !seg_b || seg_b[i] == seg_b[j];
+}
+
+void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, float *scratch) {
+    const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    pe_t *rel = d->rel;
+    int saved = blas_enter_parallel();
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < NH; h++) {
+        float *mine = scratch + (size_t)thread_id() * attn_scratch_floats(T);
+        for (int b = 0; b < B; b++) {
+            const float *Q = qkv + (size_t)b * T * ld + h * hs;  // (T, hs), row stride ld
+            const float *K = Q + C, *V = Q + 2 * C;
+            const int *seg_b = d->seg ? d->seg + (size_t)b * T : NULL;
+            for (int i0 = 0; i0 < T; i0 += ATTN_CHUNK) {
+                int nq = T - i0 < ATTN_CHUNK ? T - i0 : ATTN_CHUNK;
+                int nk = d->causal ? i0 + nq : T;
+                float *S = att ? att + (((size_t)b * NH + h) * T + i0) * T : mine;  // (nq, T)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
+                            Q + (size_t)i0 * ld, ld, K, ld, 0.0f, S, T);
+                if (rel && rel->ops->score_forward)
+                    rel->ops->score_forward(rel, d->params, d->layer, h, Q + (size_t)i0 * ld, K, ld,
+                                            i0, nq, nk, S, T);
+                for (int r = 0; r < nq; r++) {
+                    int i = i0 + r;
+                    float *s = S + (size_t)r * T;
+                    float mx = -INFINITY;
+                    for (int j = 0; j < nk; j++)
+                        if (key_allowed(d, seg_b, i, j) && s[j] > mx) mx = s[j];
+                    float sum = 0.0f;
+                    for (int j = 0; j < nk; j++) {
+                        float e = key_allowed(d, seg_b, i, j) ? expf(s[j] - mx) : 0.0f;
+                        s[j] = e;
+                        sum += e;
+                    }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j < nk; j++) s[j] *= inv;
+                    if (att && nk < T) memset(s + nk, 0, sizeof(float) * (T - nk));
+                }
+                float *Y = y + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,
+                            S, T, V, ld, 0.0f, Y, C);
+                if (rel && rel->ops->value_forward)
+                    rel->ops->value_forward(rel, d->params, d->layer, h, S, T, i0, nq, nk, Y, C);
+            }
+        }
+    }
+    blas_leave_parallel(saved);
+}
+
+void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
+                   const float *qkv, const attn_dims *d, float *scratch) {
+    const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    pe_t *rel = d->rel;
+    int saved = blas_enter_parallel();
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < NH; h++) {
+        float *dP = scratch + (size_t)thread_id() * attn_scratch_floats(T);  // (nq, T)
+        for (int b = 0; b < B; b++) {
+            const float *Q = qkv + (size_t)b * T * ld + h * hs;
+            const float *K = Q + C, *V = Q + 2 * C;
+            float *dQ = dqkv + (size_t)b * T * ld + h * hs;
+            float *dK = dQ + C, *dV = dQ + 2 * C;
+            for (int i0 = 0; i0 < T; i0 += ATTN_CHUNK) {
+                int nq = T - i0 < ATTN_CHUNK ? T - i0 : ATTN_CHUNK;
+                int nk = d->causal ? i0 + nq : T;
+                const float *P = att + (((size_t)b * NH + h) * T + i0) * T;  // (nq, T)
+                const float *dY = dy + ((size_t)b * T + i0) * C + h * hs;   // (nq, hs)
+                // forward: Y = P V (+ value term)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, 1.0f,
+                            dY, C, V, ld, 0.0f, dP, T);
+                if (rel && rel->ops->value_backward)
+                    rel->ops->value_backward(rel, d->params, grads, d->layer, h, P, T, i0, nq, nk,
+                                             dY, C, dP, T);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f,
+                            P, T, dY, C, 1.0f, dV, ld);
+                // forward: P = softmax(S) per row → dS = P ⊙ (dP − Σ_j dP P)
+                for (int r = 0; r < nq; r++) {
+                    const float *p = P + (size_t)r * T;
+                    float *g = dP + (size_t)r * T;
+                    float dot = 0.0f;
+                    for (int j = 0; j < nk; j++) dot += g[j] * p[j];
+                    for (int j = 0; j < nk; j++) g[j] = p[j] * (g[j] - dot);
+                }
+                // forward: S = Q Kᵀ · scale + bias
+                if (rel && rel->ops->score_backward)
+                    rel->ops->score_backward(rel, d->params, grads, d->layer, h, Q + (size_t)i0 * ld, K,
+                                             ld, dQ + (size_t)i0 * ld, dK, i0, nq, nk, dP, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, scale,
+                            dP, T, K, ld, 1.0f, dQ + (size_t)i0 * ld, ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, scale,
+                            dP, T, Q + (size_t)i0 * ld, ld, 1.0f, dK, ld);
+            }
+        }
+    }
+    blas_leave_parallel(saved);
+}

@@ -1,0 +1,34 @@
+// attn.h — multi-head scaled dot-product attention with a pluggable relative
+// position encoding, causal or bidirectional, with optional segments.
+#ifndef PELAB_ATTN_H
+#define PELAB_ATTN_H
+
+#include <stddef.h>
+
+#include "pe.h"
+
+// Rows of the score matrix computed at a time. Evaluation keeps only a
+// (ATTN_CHUNK, T) block per thread, so its memory is linear in T.
+#define ATTN_CHUNK 64
+
+typedef struct {
+    int B, T, C, NH;
+    int causal;        // mask keys j > i
+    const int *seg;    // (B, T) or NULL: query i sees key j only when seg equal
+    pe_t *rel;         // relative encoding, or NULL
+    const float *params;
+    int layer;
+} attn_dims;
+
+// Floats of per-thread scratch attention needs for a context of T.
+size_t attn_scratch_floats(int T);
+
+// y (B, T, C); att (B, NH, T, T) saves the weights for backward, or NULL at
+// evaluation; qkv (B, T, 3C) after the q/k transform; scratch: per thread
+// attn_scratch_floats(T) floats.
+void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, float *scratch);
+// dqkv (B, T, 3C) +=; grads: the encoding's gradients; dy (B, T, C).
+void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
+                   const float *qkv, const attn_dims *d, float *scratch);
+
+#endif

@@ -1,0 +1,92 @@
+// common.c — see common.h.
+#include "common.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void vreport(const char *fmt, va_list ap) {
+    fputs("train: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void die_usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
+    fputs("train: see --help for the options and their ranges\n", stderr);
+    exit(EXIT_USAGE);
+}
+
+void die_runtime(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
+    exit(EXIT_RUNTIME);
+}
+
+void *xmalloc_at(size_t n, const char *file, int line) {
+    void *p = malloc(n ? n : 1);
+    if (!p) die_runtime("out of memory: %zu bytes requested at %s:%d; try a smaller --batch, --ctx or --d-model", n, file, line);
+    return p;
+}
+
+void *xcalloc_at(size_t count, size_t size, const char *file, int line) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) die_runtime("out of memory: %zu x %zu bytes requested at %s:%d; try a smaller --batch, --ctx or --d-model", count, size, file, line);
+    return p;
+}
+
+size_t size_mul(size_t a, size_t b, const char *what) {
+    if (a != 0 && b > SIZE_MAX / a) die_usage("%s is too large to allocate", what);
+    return a * b;
+}
+
+uint64_t rng_next(rng_t *r) {
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint32_t rng_below(rng_t *r, uint32_t n) {
+    return (uint32_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+float rng_uniform(rng_t *r) {
+    return (float)(rng_next(r) >> 40) / 16777216.0f;
+}
+
+float rng_normal(rng_t *r) {
+    // Box-Muller with u1 in (0, 1] so the log is finite.
+    double u1 = ((double)(rng_next(r) >> 11) + 1.0) / 9007199254740992.0;
+    double u2 = (double)(rng_next(r) >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+}
+
+uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
+    static uint32_t table[256];
+    static int ready = 0;
+    if (!ready) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+        ready = 1;
+    }
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,43 @@
+// common.h — checked allocation and I/O, error exits, the shape legend.
+//
+// Shape legend used in comments throughout pelab:
+//   B batch, T time (context), C channels (d_model), NH heads, hs head size
+//   (C / NH), V vocabulary, L layers, OC output channels.
+#ifndef PELAB_COMMON_H
+#define PELAB_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+// Exit statuses (SPEC "Errors"): 2 for a bad option or value, 1 for a runtime
+// failure. Both print a message on stderr first.
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 1
+
+void die_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void die_runtime(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+// malloc/calloc that name the caller's file and line and the size on failure.
+void *xmalloc_at(size_t n, const char *file, int line);
+void *xcalloc_at(size_t count, size_t size, const char *file, int line);
+#define xmalloc(n) xmalloc_at((n), __FILE__, __LINE__)
+#define xcalloc(c, s) xcalloc_at((c), (s), __FILE__, __LINE__)
+
+// Multiplies sizes, refusing (exit 2) a product that overflows size_t.
+size_t size_mul(size_t a, size_t b, const char *what);
+
+// Deterministic random numbers (splitmix64): every stream in pelab is one of
+// these, so a checkpoint can store its whole state in one word.
+typedef struct { uint64_t s; } rng_t;
+uint64_t rng_next(rng_t *r);
+uint32_t rng_below(rng_t *r, uint32_t n);  // uniform in [0, n)
+float rng_uniform(rng_t *r);               // uniform in [0, 1)
+float rng_normal(rng_t *r);                // N(0, 1), Box-Muller
+
+// CRC-32 (IEEE 802.3 polynomial), incremental: start with crc = 0.
+uint32_t crc32_update(uint32_t crc, const void *data, size_t n);
+
+double now_seconds(void);
+
+#endif

@@ -1,0 +1,106 @@
+// eval.c — see eval.h.
+#include "eval.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pe.h"
+
+// Evaluation batches hold about this many tokens, whatever L is.
+#define EVAL_BATCH_TOKENS 4096
+
+int model_max_eval_ctx(const model_t *m) {
+    if (m->pe_abs.ops && strcmp(m->pe_abs.ops->name, "learned") == 0) return m->cfg.ctx;
+    return INT_MAX;
+}
+
+void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r) {
+    memset(r, 0, sizeof *r);
+    r->L = L;
+    if (L > model_max_eval_ctx(m)) {
+        snprintf(r->err, sizeof r->err,
+                 "the learned position table has %d rows (the training ctx), so ctx=%d cannot be evaluated; use a relative or sinusoidal encoding to evaluate longer",
+                 model_max_eval_ctx(m), L);
+        return;
+    }
+    size_t windows = data_eval_windows(d, L, max_tokens, r->err, sizeof r->err);
+    if (!windows) return;
+    double t0 = now_seconds();
+    int B = EVAL_BATCH_TOKENS / L;
+    if (B < 1) B = 1;
+    if ((size_t)B > windows) B = (int)windows;
+    model_acts a;
+    model_acts_alloc(&a, m, B, L, 0);
+    size_t BT = (size_t)B * L;
+    int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
+    double sum = 0.0;
+    size_t count = 0;
+    for (size_t w0 = 0; w0 < windows; w0 += (size_t)B) {
+        int nb = (int)(windows - w0 < (size_t)B ? windows - w0 : (size_t)B);
+        for (int b = 0; b < B; b++) {
+            size_t o = (size_t)b * L;
+            if (b < nb) {
+                data_eval_row(d, L, w0 + b, tok + o, tgt + o, seg + o);
+            } else {  // unused rows of the last batch: no targets
+                for (int t = 0; t < L; t++) tok[o + t] = 0, tgt[o + t] = -1, seg[o + t] = 0;
+            }
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < BT; i++) n += tgt[i] >= 0;
+        double loss = model_forward(m, &a, tok, tgt, seg);
+        sum += loss * (double)n;
+        count += n;
+    }
+    free(tok);
+    free(tgt);
+    free(seg);
+    model_acts_free(&a);
+    r->ok = 1;
+    r->tokens = count;
+    r->loss = count ? sum / (double)count : 0.0;
+    r->ppl = exp(r->loss);
+    r->seconds = now_seconds() - t0;
+}
+
+void eval_probe_predictions(model_t *m, const data_t *d, const cats_example *probe, int n, int *preds) {
+    const int T = CATS_MAX_EXAMPLE + 1, B = 50, V = m->cfg.vocab;
+    model_acts a;
+    model_acts_alloc(&a, m, B, T, 0);
+    int tok[B * T], seg[B * T];
+    for (int i0 = 0; i0 < n; i0 += B) {
+        for (int b = 0; b < B; b++) {
+            const cats_example *ex = &probe[i0 + b < n ? i0 + b : n - 1];
+            for (int t = 0; t < T; t++) {
+                int inside = t < ex->len;
+                tok[b * T + t] = inside ? ex->tokens[t] : 0;
+                seg[b * T + t] = inside ? 0 : -1 - t;
+            }
+            if (!d->causal) tok[b * T + ex->answer_pos] = d->mask_token;
+        }
+        model_forward(m, &a, tok, NULL, seg);
+        for (int b = 0; b < B && i0 + b < n; b++) {
+            const cats_example *ex = &probe[i0 + b];
+            // causal: the answer is predicted from the slot before it
+            int pos = d->causal ? ex->answer_pos - 1 : ex->answer_pos;
+            const float *z = a.logits + ((size_t)b * T + pos) * V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (z[v] > z[best]) best = v;
+            preds[i0 + b] = best;
+        }
+    }
+    model_acts_free(&a);
+}
+
+double eval_order(model_t *m, const data_t *d, int *n) {
+    cats_example probe[CATS_PROBE_MAX];
+    int np = cats_probe(d, probe);
+    int preds[CATS_PROBE_MAX];
+    eval_probe_predictions(m, d, probe, np, preds);
+    int right = 0;
+    for (int i = 0; i < np; i++) right += preds[i] == probe[i].answer;
+    *n = np;
+    return np ? (double)right / np : 0.0;
+}

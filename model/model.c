@@ -1,0 +1,353 @@
+// model.c — forward, backward and AdamW for the model of model.h.
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "attn.h"
+#include "ops.h"
+
+// Splits "abs+rel" into at most two encodings; returns 0 with a message on a
+// bad name or combination.
+static int parse_pe(const char *spec, const pe_ops **abs, const pe_ops **rel, char *err, size_t errlen) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", spec);
+    *abs = *rel = NULL;
+    char *plus = strchr(buf, '+');
+    char *names[2] = {buf, NULL};
+    if (plus) {
+        *plus = '\0';
+        names[1] = plus + 1;
+        if (strchr(names[1], '+')) {
+            snprintf(err, errlen, "--pe '%s': at most one absolute and one relative encoding, joined by '+'", spec);
+            return 0;
+        }
+    }
+    for (int i = 0; i < 2 && names[i]; i++) {
+        const pe_ops *o = pe_find(names[i]);
+        if (!o) {
+            snprintf(err, errlen, "--pe '%s': unknown encoding '%s' (choose from %s)", spec, names[i], pe_names());
+            return 0;
+        }
+        if (plus && strcmp(o->name, "none") == 0) {
+            snprintf(err, errlen, "--pe '%s': 'none' cannot be combined", spec);
+            return 0;
+        }
+        const pe_ops **slot = o->absolute ? abs : rel;
+        if (*slot) {
+            snprintf(err, errlen, "--pe '%s': two %s encodings; combine one absolute (sinusoidal, learned) with one relative", spec,
+                     o->absolute ? "absolute" : "relative");
+            return 0;
+        }
+        *slot = o;
+    }
+    return 1;
+}
+
+int model_config_check(const model_config *c, char *err, size_t errlen) {
+    const pe_ops *abs, *rel;
+    if (!parse_pe(c->pe, &abs, &rel, err, errlen)) return 0;
+    if (c->vocab < 2) { snprintf(err, errlen, "vocabulary of %d tokens: need at least 2", c->vocab); return 0; }
+    if (c->ctx < 1 || c->ctx > 1 << 20) { snprintf(err, errlen, "--ctx %d: must be between 1 and 1048576", c->ctx); return 0; }
+    if (c->d_model < 1 || c->d_model > 1 << 14) { snprintf(err, errlen, "--d-model %d: must be between 1 and 16384", c->d_model); return 0; }
+    if (c->layers < 1 || c->layers > 256) { snprintf(err, errlen, "--layers %d: must be between 1 and 256", c->layers); return 0; }
+    if (c->heads < 1 || c->heads > c->d_model) { snprintf(err, errlen, "--heads %d: must be between 1 and --d-model", c->heads); return 0; }
+    if (c->d_model % c->heads) {
+        snprintf(err, errlen, "--d-model %d is not divisible by --heads %d", c->d_model, c->heads);
+        return 0;
+    }
+    if (rel && strcmp(rel->name, "rope") == 0 && (c->d_model / c->heads) % 2) {
+        snprintf(err, errlen, "rope needs an even head size; --d-model %d / --heads %d = %d", c->d_model, c->heads, c->d_model / c->heads);
+        return 0;
+    }
+    if (abs && strcmp(abs->name, "sinusoidal") == 0 && c->d_model % 2) {
+        snprintf(err, errlen, "sinusoidal needs an even --d-model, got %d", c->d_model);
+        return 0;
+    }
+    if (!(c->sin_base > 1.0f) || !isfinite(c->sin_base)) { snprintf(err, errlen, "--sin-base %g: must be a finite number > 1", c->sin_base); return 0; }
+    if (!(c->sin_scale > 0.0f) || !isfinite(c->sin_scale)) { snprintf(err, errlen, "--sin-scale %g: must be a finite number > 0", c->sin_scale); return 0; }
+    if (!(c->rope_base > 1.0f) || !isfinite(c->rope_base)) { snprintf(err, errlen, "--rope-base %g: must be a finite number > 1", c->rope_base); return 0; }
+    if (c->rel_clip < 0 || c->rel_clip > 1 << 16) { snprintf(err, errlen, "--rel-clip %d: must be between 1 and 65536", c->rel_clip); return 0; }
+    if (c->t5_buckets < 4 || c->t5_buckets > 1024) { snprintf(err, errlen, "--t5-buckets %d: must be between 4 and 1024", c->t5_buckets); return 0; }
+    if (c->t5_max_distance <= c->t5_buckets / 2) {
+        snprintf(err, errlen, "--t5-max-distance %d: must exceed half of --t5-buckets (%d)", c->t5_max_distance, c->t5_buckets / 2);
+        return 0;
+    }
+    return 1;
+}
+
+void model_create(model_t *m, const model_config *cfg) {
+    char err[256];
+    if (!model_config_check(cfg, err, sizeof err)) die_usage("%s", err);
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    const model_config *c = &m->cfg;
+    const pe_ops *abs, *rel;
+    parse_pe(c->pe, &abs, &rel, err, sizeof err);
+    size_t V = c->vocab, C = c->d_model, L = c->layers;
+    float std = 0.02f, std_out = 0.02f / sqrtf(2.0f * (float)L);
+    param_table *t = &m->tab;
+    m->wte = param_add(t, "wte", size_mul(V, C, "embedding"), 1, INIT_NORMAL, std);
+    m->ln1w = param_add(t, "ln1w", L * C, 0, INIT_ONE, 0);
+    m->ln1b = param_add(t, "ln1b", L * C, 0, INIT_ZERO, 0);
+    m->qkvw = param_add(t, "qkvw", size_mul(L * 3 * C, C, "qkv weights"), 1, INIT_NORMAL, std);
+    m->qkvb = param_add(t, "qkvb", L * 3 * C, 0, INIT_ZERO, 0);
+    m->projw = param_add(t, "projw", size_mul(L * C, C, "projection"), 1, INIT_NORMAL, std_out);
+    m->projb = param_add(t, "projb", L * C, 0, INIT_ZERO, 0);
+    m->ln2w = param_add(t, "ln2w", L * C, 0, INIT_ONE, 0);
+    m->ln2b = param_add(t, "ln2b", L * C, 0, INIT_ZERO, 0);
+    m->fcw = param_add(t, "fcw", size_mul(L * 4 * C, C, "MLP weights"), 1, INIT_NORMAL, std);
+    m->fcb = param_add(t, "fcb", L * 4 * C, 0, INIT_ZERO, 0);
+    m->fcprojw = param_add(t, "fcprojw", size_mul(L * C, 4 * C, "MLP weights"), 1, INIT_NORMAL, std_out);
+    m->fcprojb = param_add(t, "fcprojb", L * C, 0, INIT_ZERO, 0);
+    m->lnfw = param_add(t, "lnfw", C, 0, INIT_ONE, 0);
+    m->lnfb = param_add(t, "lnfb", C, 0, INIT_ZERO, 0);
+    pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
+    const pe_ops *ops[2] = {abs, rel};
+    for (int i = 0; i < 2; i++) {
+        if (!ops[i] || strcmp(ops[i]->name, "none") == 0) continue;
+        slots[i]->ops = ops[i];
+        slots[i]->cfg = &m->cfg;
+        if (ops[i]->init) ops[i]->init(slots[i], t);
+        for (int k = 0; k < 4; k++) slots[i]->off[k] = t->t[slots[i]->tensor[k]].offset;
+    }
+    size_t n = t->total;
+    size_mul(n, 4 * sizeof(float), "the model");
+    m->params = xcalloc(n, sizeof(float));
+    m->grads = xcalloc(n, sizeof(float));
+    m->m = xcalloc(n, sizeof(float));
+    m->v = xcalloc(n, sizeof(float));
+}
+
+void model_free(model_t *m) {
+    pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
+    for (int i = 0; i < 2; i++)
+        if (slots[i]->ops && slots[i]->ops->free) slots[i]->ops->free(slots[i]);
+    free(m->params);
+    free(m->grads);
+    free(m->m);
+    free(m->v);
+    memset(m, 0, sizeof *m);
+}
+
+void model_init_weights(model_t *m, unsigned long long seed) {
+    rng_t r = {seed * 0x2545F4914F6CDD1Dull + 1};
+    param_init(&m->tab, m->params, &r);
+}
+
+size_t model_num_params(const model_t *m) { return m->tab.total; }
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int training) {
+    memset(a, 0, sizeof *a);
+    a->B = B;
+    a->T = T;
+    a->training = training;
+    const model_config *c = &m->cfg;
+    size_t BT = size_mul((size_t)B, (size_t)T, "batch x context");
+    size_t C = c->d_model, V = c->vocab, NH = c->heads;
+    size_t L = training ? (size_t)c->layers : 1;
+    size_t BTC = size_mul(BT, C, "activations");
+    a->encoded = xmalloc(sizeof(float) * BTC);
+    a->ln1 = xmalloc(sizeof(float) * size_mul(L, BTC, "activations"));
+    a->ln1_mean = xmalloc(sizeof(float) * L * BT);
+    a->ln1_rstd = xmalloc(sizeof(float) * L * BT);
+    a->qkv = xmalloc(sizeof(float) * size_mul(L, 3 * BTC, "activations"));
+    if (training)
+        a->att = xmalloc(sizeof(float) * size_mul(size_mul(L * NH, BT, "attention"), (size_t)T, "attention weights (B*heads*ctx*ctx)"));
+    a->atty = xmalloc(sizeof(float) * L * BTC);
+    a->res2 = xmalloc(sizeof(float) * L * BTC);
+    a->ln2 = xmalloc(sizeof(float) * L * BTC);
+    a->ln2_mean = xmalloc(sizeof(float) * L * BT);
+    a->ln2_rstd = xmalloc(sizeof(float) * L * BT);
+    a->fch = xmalloc(sizeof(float) * size_mul(L, 4 * BTC, "activations"));
+    a->fch_gelu = xmalloc(sizeof(float) * L * 4 * BTC);
+    a->res3 = xmalloc(sizeof(float) * L * BTC);
+    a->lnf = xmalloc(sizeof(float) * BTC);
+    a->lnf_mean = xmalloc(sizeof(float) * BT);
+    a->lnf_rstd = xmalloc(sizeof(float) * BT);
+    a->logits = xmalloc(sizeof(float) * size_mul(BT, V, "logits"));
+    a->probs = xmalloc(sizeof(float) * BT * V);
+    a->scratch = xmalloc(sizeof(float) * size_mul((size_t)max_threads(), attn_scratch_floats(T), "attention scratch"));
+    if (training) {
+        a->dres = xmalloc(sizeof(float) * BTC);
+        a->dln = xmalloc(sizeof(float) * BTC);
+        a->datty = xmalloc(sizeof(float) * BTC);
+        a->dtmp = xmalloc(sizeof(float) * BTC);
+        a->dfch = xmalloc(sizeof(float) * 4 * BTC);
+        a->dfch_gelu = xmalloc(sizeof(float) * 4 * BTC);
+        a->dqkv = xmalloc(sizeof(float) * 3 * BTC);
+        a->dlogits = xmalloc(sizeof(float) * BT * V);
+    }
+}
+
+void model_acts_free(model_acts *a) {
+    float *bufs[] = {a->encoded, a->ln1, a->ln1_mean, a->ln1_rstd, a->qkv, a->att, a->atty, a->res2,
+                     a->ln2, a->ln2_mean, a->ln2_rstd, a->fch, a->fch_gelu, a->res3, a->lnf,
+                     a->lnf_mean, a->lnf_rstd, a->logits, a->probs, a->scratch, a->dres, a->dln,
+                     a->datty, a->dfch, a->dfch_gelu, a->dqkv, a->dlogits, a->dtmp};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(a, 0, sizeof *a);
+}
+
+#define P(m, idx) ((m)->params + (m)->tab.t[(m)->idx].offset)
+#define G(m, idx) ((m)->grads + (m)->tab.t[(m)->idx].offset)
+
+static void check_tokens(const model_t *m, const int *tokens, const int *targets, size_t n) {
+    int V = m->cfg.vocab;
+    for (size_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= V)
+            die_runtime("token %d at position %zu is outside the vocabulary [0, %d)", tokens[i], i, V);
+        if (targets && (targets[i] < -1 || targets[i] >= V))
+            die_runtime("target %d at position %zu is outside the vocabulary [0, %d)", targets[i], i, V);
+    }
+}
+
+double model_forward(model_t *m, model_acts *a, const int *tokens, const int *targets, const int *seg) {
+    const model_config *c = &m->cfg;
+    const int B = a->B, T = a->T, C = c->d_model, L = c->layers, V = c->vocab;
+    const size_t BT = (size_t)B * T, BTC = BT * C;
+    check_tokens(m, tokens, targets, BT);
+    // x = E[tok] + P(t)
+    const float *wte = P(m, wte);
+    for (size_t i = 0; i < BT; i++) memcpy(a->encoded + i * C, wte + (size_t)tokens[i] * C, sizeof(float) * C);
+    if (m->pe_abs.ops) m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T);
+    pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
+    const float *x = a->encoded;
+    for (int l = 0; l < L; l++) {
+        size_t s = a->training ? (size_t)l : 0;  // evaluation reuses one layer's buffers
+        float *ln1 = a->ln1 + s * BTC, *qkv = a->qkv + s * 3 * BTC, *atty = a->atty + s * BTC;
+        float *res2 = a->res2 + s * BTC, *ln2 = a->ln2 + s * BTC, *res3 = a->res3 + s * BTC;
+        float *fch = a->fch + s * 4 * BTC, *fch_gelu = a->fch_gelu + s * 4 * BTC;
+        float *att = a->training ? a->att + s * (size_t)c->heads * BT * T : NULL;
+        layernorm_forward(ln1, a->ln1_mean + s * BT, a->ln1_rstd + s * BT, x,
+                          P(m, ln1w) + (size_t)l * C, P(m, ln1b) + (size_t)l * C, BT, C);
+        matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C);
+        if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, qkv, B, T);
+        if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, l, T);
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l};
+        attn_forward(atty, att, qkv, &d, a->scratch);
+        // x = x + W_o · MHA(LN1(x)) + b_o
+        matmul_forward(res2, atty, P(m, projw) + (size_t)l * C * C, P(m, projb) + (size_t)l * C, BT, C, C);
+        residual_forward(res2, res2, x, BTC);
+        // x = x + W_2 · gelu(W_1 · LN2(x) + b_1) + b_2
+        layernorm_forward(ln2, a->ln2_mean + s * BT, a->ln2_rstd + s * BT, res2,
+                          P(m, ln2w) + (size_t)l * C, P(m, ln2b) + (size_t)l * C, BT, C);
+        matmul_forward(fch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, P(m, fcb) + (size_t)l * 4 * C, BT, C, 4 * C);
+        gelu_forward(fch_gelu, fch, 4 * BTC);
+        matmul_forward(res3, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, P(m, fcprojb) + (size_t)l * C, BT, 4 * C, C);
+        residual_forward(res3, res3, res2, BTC);
+        x = res3;
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, P(m, lnfw), P(m, lnfb), BT, C);
+    matmul_forward(a->logits, a->lnf, wte, NULL, BT, C, V);  // tied: logits = LN_f(x) · Eᵀ
+    if (!targets) return 0.0;
+    size_t count;
+    return crossentropy_forward(a->probs, a->logits, targets, BT, V, &count);
+}
+
+void model_backward(model_t *m, model_acts *a, const int *tokens, const int *targets, const int *seg) {
+    if (!a->training) die_runtime("internal: backward on an evaluation activation set");
+    const model_config *c = &m->cfg;
+    const int B = a->B, T = a->T, C = c->d_model, L = c->layers, V = c->vocab;
+    const size_t BT = (size_t)B * T, BTC = BT * C;
+    size_t count = 0;
+    for (size_t i = 0; i < BT; i++) count += targets[i] >= 0;
+    crossentropy_backward(a->dlogits, a->probs, targets, BT, V, count, 1.0f);
+    // logits = lnf · wteᵀ
+    memset(a->dln, 0, sizeof(float) * BTC);
+    matmul_backward(a->dln, G(m, wte), NULL, a->dlogits, a->lnf, P(m, wte), BT, C, V);
+    const float *xlast = a->res3 + (size_t)(L - 1) * BTC;
+    memset(a->dres, 0, sizeof(float) * BTC);
+    layernorm_backward(a->dres, G(m, lnfw), G(m, lnfb), a->dln, xlast, P(m, lnfw), a->lnf_mean, a->lnf_rstd, BT, C);
+    pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
+    for (int l = L - 1; l >= 0; l--) {
+        const float *x = l ? a->res3 + (size_t)(l - 1) * BTC : a->encoded;  // the layer's input
+        float *ln1 = a->ln1 + (size_t)l * BTC, *qkv = a->qkv + (size_t)l * 3 * BTC, *atty = a->atty + (size_t)l * BTC;
+        float *res2 = a->res2 + (size_t)l * BTC, *ln2 = a->ln2 + (size_t)l * BTC;
+        float *fch = a->fch + (size_t)l * 4 * BTC, *fch_gelu = a->fch_gelu + (size_t)l * 4 * BTC;
+        float *att = a->att + (size_t)l * c->heads * BT * T;
+        // res3 = res2 + fcproj(gelu(fc(LN2(res2)))): dres flows to res2 unchanged
+        memset(a->dfch_gelu, 0, sizeof(float) * 4 * BTC);
+        matmul_backward(a->dfch_gelu, G(m, fcprojw) + (size_t)l * 4 * C * C, G(m, fcprojb) + (size_t)l * C,
+                        a->dres, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, BT, 4 * C, C);
+        memset(a->dfch, 0, sizeof(float) * 4 * BTC);
+        gelu_backward(a->dfch, fch, a->dfch_gelu, 4 * BTC);
+        memset(a->dln, 0, sizeof(float) * BTC);
+        matmul_backward(a->dln, G(m, fcw) + (size_t)l * 4 * C * C, G(m, fcb) + (size_t)l * 4 * C,
+                        a->dfch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, BT, C, 4 * C);
+        layernorm_backward(a->dres, G(m, ln2w) + (size_t)l * C, G(m, ln2b) + (size_t)l * C, a->dln, res2,
+                           P(m, ln2w) + (size_t)l * C, a->ln2_mean + (size_t)l * BT, a->ln2_rstd + (size_t)l * BT, BT, C);
+        // res2 = x + proj(attn(qkv(LN1(x))))
+        memset(a->datty, 0, sizeof(float) * BTC);
+        matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
+                        a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C);
+        memset(a->dqkv, 0, sizeof(float) * 3 * BTC);
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l};
+        attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch);
+        if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m->params, m->grads, l, T);
+        if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, a->dqkv, B, T);
+        memset(a->dln, 0, sizeof(float) * BTC);
+        matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,
+                        a->dqkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, BT, C, 3 * C);
+        layernorm_backward(a->dres, G(m, ln1w) + (size_t)l * C, G(m, ln1b) + (size_t)l * C, a->dln, x,
+                           P(m, ln1w) + (size_t)l * C, a->ln1_mean + (size_t)l * BT, a->ln1_rstd + (size_t)l * BT, BT, C);
+    }
+    // x = E[tok] + P(t)
+    if (m->pe_abs.ops) m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T);
+    float *dwte = G(m, wte);
+    for (size_t i = 0; i < BT; i++) {
+        float *g = dwte + (size_t)tokens[i] * C;
+        const float *d = a->dres + i * C;
+        for (int k = 0; k < C; k++) g[k] += d[k];
+    }
+}
+
+void model_zero_grad(model_t *m) { memset(m->grads, 0, sizeof(float) * m->tab.total); }
+
+float lr_schedule(float lr, int warmup, long step, long total) {
+    if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
+    long span = total - 1 - warmup;
+    if (span <= 0) return lr;
+    double progress = (double)(step - warmup) / (double)span;
+    if (progress > 1.0) progress = 1.0;
+    double lo = lr / 10.0;
+    return (float)(lo + 0.5 * (lr - lo) * (1.0 + cos(M_PI * progress)));
+}
+
+float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) {
+    double sq = 0.0;
+    size_t n = m->tab.total;
+    for (size_t i = 0; i < n; i++) sq += (double)m->grads[i] * m->grads[i];
+    float norm = (float)sqrt(sq);
+    float gscale = (clip > 0.0f && norm > clip) ? clip / (norm + 1e-6f) : 1.0f;
+    float bc1 = 1.0f - powf(hp->beta1, (float)t), bc2 = 1.0f - powf(hp->beta2, (float)t);
+    for (int k = 0; k < m->tab.n; k++) {
+        const tensor_info *ti = &m->tab.t[k];
+        float decay = ti->decay ? hp->wd : 0.0f;
+        float *p = m->params + ti->offset, *g = m->grads + ti->offset;
+        float *mm = m->m + ti->offset, *vv = m->v + ti->offset;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < ti->size; i++) {
+            float gi = g[i] * gscale;
+            mm[i] = hp->beta1 * mm[i] + (1.0f - hp->beta1) * gi;
+            vv[i] = hp->beta2 * vv[i] + (1.0f - hp->beta2) * gi * gi;
+            float mhat = mm[i] / bc1, vhat = vv[i] / bc2;
+            // decoupled weight decay (Loshchilov & Hutter), applied as PyTorch does
+            p[i] -= hp->lr * decay * p[i];
+            p[i] -= hp->lr * mhat / (sqrtf(vhat) + hp->eps);
+        }
+    }
+    return norm;
+}

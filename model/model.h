@@ -1,0 +1,82 @@
+// model.h — the pre-LayerNorm GPT-style model of SPEC "Model".
+#ifndef PELAB_MODEL_H
+#define PELAB_MODEL_H
+
+#include <stddef.h>
+
+#include "params.h"
+#include "pe.h"
+
+struct model_config {
+    int vocab, ctx, d_model, layers, heads;
+    int causal;          // 1 causal, 0 bidirectional
+    char pe[32];         // as given on the command line, e.g. "learned+rope"
+    float sin_base, sin_scale;  // sin_scale resolved (1/sqrt(d) by default)
+    float rope_base;
+    int rel_clip;        // 0: not given (shaw uses 16, xl does not clip)
+    int t5_buckets, t5_max_distance;
+};
+
+// Checks a configuration; on a problem writes a message to err and returns 0.
+int model_config_check(const model_config *c, char *err, size_t errlen);
+
+// Activations for one (B, T). Training sets keep every layer and the
+// attention weights for backward; evaluation sets share one layer's buffers
+// and keep no T×T matrix.
+typedef struct {
+    int B, T, training;
+    float *encoded;                       // (B, T, C)
+    float *ln1, *ln1_mean, *ln1_rstd;     // (L, B, T, C), (L, B, T)
+    float *qkv;                           // (L, B, T, 3C)
+    float *att;                           // (L, B, NH, T, T), training only
+    float *atty;                          // (L, B, T, C)
+    float *res2;                          // (L, B, T, C)
+    float *ln2, *ln2_mean, *ln2_rstd;     // (L, B, T, C), (L, B, T)
+    float *fch, *fch_gelu;                // (L, B, T, 4C)
+    float *res3;                          // (L, B, T, C)
+    float *lnf, *lnf_mean, *lnf_rstd;     // (B, T, C), (B, T)
+    float *logits, *probs;                // (B, T, V)
+    float *scratch;                       // per-thread attention scratch
+    // gradients, training only
+    float *dres, *dln, *datty, *dfch, *dfch_gelu, *dqkv, *dlogits, *dtmp;
+} model_acts;
+
+typedef struct {
+    model_config cfg;
+    param_table tab;
+    // indices of the core tensors in tab
+    int wte, ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb;
+    pe_t pe_abs, pe_rel;   // ops == NULL when absent
+    float *params, *grads, *m, *v;  // each tab.total floats
+} model_t;
+
+// Builds the parameter table and allocates the four buffers (uninitialised
+// parameters). Exits 2 on a bad configuration.
+void model_create(model_t *m, const model_config *cfg);
+void model_free(model_t *m);
+// Draws the initial weights from seed (SPEC "Initialisation").
+void model_init_weights(model_t *m, unsigned long long seed);
+size_t model_num_params(const model_t *m);
+
+void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int training);
+void model_acts_free(model_acts *a);
+
+// tokens (B, T) in [0, V); targets (B, T) in [-1, V), -1 = no loss; seg
+// (B, T) or NULL. Returns the mean loss over targets (0 when targets NULL).
+double model_forward(model_t *m, model_acts *a, const int *tokens, const int *targets,
+                     const int *seg);
+// Adds the gradient of the last forward's mean loss into m->grads.
+void model_backward(model_t *m, model_acts *a, const int *tokens, const int *targets,
+                    const int *seg);
+void model_zero_grad(model_t *m);
+
+typedef struct {
+    float lr, beta1, beta2, eps, wd;
+} adamw_hparams;
+// Clips the gradient to global norm clip (clip <= 0: no clipping) and takes
+// one AdamW step; t counts from 1. Returns the norm before clipping.
+float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t);
+// The learning rate at step (0-based) of total: linear warmup, cosine to lr/10.
+float lr_schedule(float lr, int warmup, long step, long total);
+
+#endif

@@ -1,0 +1,170 @@
+// ops.c — see ops.h. Matrix products go through cblas_sgemm; the elementwise
+// passes are threaded with OpenMP over rows.
+#include "ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                       const float *w, const float *b, size_t N, int C) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++) {
+        const float *x = inp + i * C;
+        float m = 0.0f;
+        for (int c = 0; c < C; c++) m += x[c];
+        m /= C;
+        float v = 0.0f;
+        for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
+        v /= C;
+        float s = 1.0f / sqrtf(v + 1e-5f);
+        float *o = out + i * C;
+        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * w[c] + b[c];
+        mean[i] = m;
+        rstd[i] = s;
+    }
+}
+
+void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                        const float *inp, const float *w, const float *mean,
+                        const float *rstd, size_t N, int C) {
+    // forward: out = (x - mean) * rstd * w + b
+    // The input gradient is independent per row; dw and db sum over rows, in
+    // a fixed order so that runs are bit-reproducible.
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++) {
+        const float *x = inp + i * C, *g = dout + i * C;
+        float m = mean[i], s = rstd[i];
+        float mean_dn = 0.0f, mean_dn_n = 0.0f;
+        for (int c = 0; c < C; c++) {
+            float n = (x[c] - m) * s, dn = g[c] * w[c];
+            mean_dn += dn;
+            mean_dn_n += dn * n;
+        }
+        mean_dn /= C;
+        mean_dn_n /= C;
+        float *dx = dinp + i * C;
+        for (int c = 0; c < C; c++) {
+            float n = (x[c] - m) * s, dn = g[c] * w[c];
+            dx[c] += s * (dn - mean_dn - n * mean_dn_n);
+        }
+    }
+    for (size_t i = 0; i < N; i++) {
+        const float *x = inp + i * C, *g = dout + i * C;
+        float m = mean[i], s = rstd[i];
+        for (int c = 0; c < C; c++) {
+            dw[c] += g[c] * (x[c] - m) * s;
+            db[c] += g[c];
+        }
+    }
+}
+
+void matmul_forward(float *out, const float *inp, const float *w,
+                    const float *bias, size_t N, int IC, int OC) {
+    // out = inp · wᵀ (+ bias broadcast over rows)
+    float beta = 0.0f;
+    if (bias) {
+        for (size_t i = 0; i < N; i++) memcpy(out + i * OC, bias, sizeof(float) * OC);
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, OC, IC, 1.0f,
+                inp, IC, w, IC, beta, out, OC);
+}
+
+void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
+                     const float *inp, const float *w, size_t N, int IC, int OC) {
+    // forward: out = inp · wᵀ + bias
+    // dinp += dout · w ; dw += doutᵀ · inp ; dbias += Σ_rows dout
+    if (dinp)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, IC, OC, 1.0f,
+                    dout, OC, w, IC, 1.0f, dinp, IC);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, (int)N, 1.0f,
+                dout, OC, inp, IC, 1.0f, dw, IC);
+    if (dbias) {
+#pragma omp parallel for schedule(static)
+        for (int o = 0; o < OC; o++) {
+            float s = 0.0f;
+            for (size_t i = 0; i < N; i++) s += dout[i * OC + o];
+            dbias[o] += s;
+        }
+    }
+}
+
+#define GELU_K 0.7978845608028654f  // sqrt(2/pi)
+
+void gelu_forward(float *out, const float *inp, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+    }
+}
+
+void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
+    // forward: y = 0.5 x (1 + tanh(k (x + 0.044715 x³)))
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float u = GELU_K * (x + 0.044715f * x * x * x);
+        float t = tanhf(u);
+        float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        float g = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+        dinp[i] += g * dout[i];
+    }
+}
+
+void residual_forward(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+double crossentropy_forward(float *probs, const float *logits, const int *targets,
+                            size_t N, int V, size_t *count) {
+    double *row_loss = xmalloc(sizeof(double) * (N ? N : 1));  // (N)
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++) {
+        const float *z = logits + i * V;
+        float *p = probs + i * V;
+        float mx = z[0];
+        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) {
+            p[v] = expf(z[v] - mx);
+            sum += p[v];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int v = 0; v < V; v++) p[v] *= inv;
+        // -log softmax at the target, as log-sum-exp in double
+        row_loss[i] = targets[i] >= 0 ? log(sum) + (double)mx - (double)z[targets[i]] : 0.0;
+    }
+    // Summed serially: the mean is reproducible whatever the thread count.
+    double loss = 0.0;
+    size_t n = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (targets[i] < 0) continue;
+        loss += row_loss[i];
+        n++;
+    }
+    free(row_loss);
+    *count = n;
+    return n ? loss / (double)n : 0.0;
+}
+
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets,
+                           size_t N, int V, size_t count, float dloss) {
+    float scale = count ? dloss / (float)count : 0.0f;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++) {
+        float *d = dlogits + i * V;
+        const float *p = probs + i * V;
+        if (targets[i] < 0) {
+            memset(d, 0, sizeof(float) * V);
+            continue;
+        }
+        for (int v = 0; v < V; v++) d[v] = p[v] * scale;
+        d[targets[i]] -= scale;
+    }
+}

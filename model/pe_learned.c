@@ -1,0 +1,46 @@
+// pe_learned.c — a trained table P ∈ R^(ctx × d), init N(0, 0.01), as in
+// GPT-2. It has no rows past the training context: the caller refuses longer
+// evaluation (model_max_eval_ctx).
+#include <string.h>
+
+#include "model.h"
+
+static void learned_init(pe_t *pe, param_table *tab) {
+    const model_config *c = pe->cfg;
+    pe->tensor[0] = param_add(tab, "pe_learned", size_mul((size_t)c->ctx, (size_t)c->d_model, "learned table"),
+                              1, INIT_NORMAL, 0.01f);
+}
+
+static void learned_input_forward(pe_t *pe, const float *params, float *x, int B, int T) {
+    int C = pe->cfg->d_model;
+    if (T > pe->cfg->ctx) die_runtime("internal: learned table has %d rows, asked for %d", pe->cfg->ctx, T);
+    const float *P = params + pe->off[0];  // (ctx, C)
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float *row = x + ((size_t)b * T + t) * C;
+            const float *p = P + (size_t)t * C;
+            for (int k = 0; k < C; k++) row[k] += p[k];
+        }
+}
+
+static void learned_input_backward(pe_t *pe, float *grads, const float *dx, int B, int T) {
+    // forward: x[b, t] += P[t]  →  dP[t] += Σ_b dx[b, t]
+    int C = pe->cfg->d_model;
+    float *dP = grads + pe->off[0];
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++) {
+            const float *d = dx + ((size_t)b * T + t) * C;
+            float *g = dP + (size_t)t * C;
+            for (int k = 0; k < C; k++) g[k] += d[k];
+        }
+}
+
+const pe_ops pe_learned_ops = {
+    .name = "learned",
+    .absolute = 1,
+    .init = learned_init,
+    .input_forward = learned_input_forward,
+    .input_backward = learned_input_backward,
+};

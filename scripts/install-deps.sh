@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pelab needs, when they are missing.
+#   scripts/install-deps.sh            build dependencies
+#   scripts/install-deps.sh --torch    also python3-torch (the PyTorch reference)
+set -euo pipefail
+want=(gcc make pkg-config libopenblas-dev libstb-dev)
+if [ "${1:-}" = "--torch" ]; then want+=(python3 python3-torch python3-numpy); fi
+missing=()
+for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q >/dev/null
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null

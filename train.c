@@ -1,0 +1,506 @@
+// train.c — pelab's command line: options, the training loop, reporting.
+// The model (model/) and the data (data/) are libraries; this file only
+// wires them together.
+#include <cblas.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "data/data.h"
+#include "model/ckpt.h"
+#include "model/eval.h"
+#include "model/model.h"
+
+#define PELAB_VERSION "0.1.0"
+#define MAX_EVAL_CTX 16
+
+typedef struct {
+    char data[512];
+    char pe[32];
+    int ctx, causal, d_model, layers, heads, batch;
+    long steps, stop_at, save_every, log_every;
+    float lr, wd, clip, temperature;
+    int warmup, threads;
+    unsigned long long seed;
+    int eval_ctx[MAX_EVAL_CTX], n_eval_ctx;
+    long eval_tokens;
+    float rope_base, rope_factor, sin_base, sin_scale;
+    int rope_scale, rel_clip, t5_buckets, t5_max_distance;
+    const char *save, *load, *resume, *json, *prompt;
+    long sample;
+    int quiet;
+    int given_steps;
+} options;
+
+static const char *const rope_scale_names[] = {"none", "pi", "ntk", "yarn"};
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: ./train [options]\n"
+        "Trains a small GPT-style Transformer from random weights with the position\n"
+        "encoding of your choice, then evaluates it.\n\n"
+        "data and model\n"
+        "  --data SPEC          'cats' (built-in synthetic corpus) or a text file (bytes)  [cats]\n"
+        "  --pe NAME            none, sinusoidal, learned, or abs+rel  [learned]\n"
+        "  --attn MODE          causal (language model) or bidir (masked tokens)  [causal]\n"
+        "  --ctx N              training context length  [64]\n"
+        "  --d-model N          channels  [64]\n"
+        "  --layers N           Transformer blocks  [2]\n"
+        "  --heads N            attention heads (must divide --d-model)  [4]\n"
+        "position encodings\n"
+        "  --sin-base X         sinusoidal base  [10000]\n"
+        "  --sin-scale X        sinusoidal amplitude  [1/sqrt(d-model)]\n"
+        "  --rope-base X        RoPE base  [10000]\n"
+        "  --rope-scale KIND    RoPE extension at evaluation: none, pi, ntk, yarn  [none]\n"
+        "  --rope-factor X      RoPE extension factor  [eval length / training ctx]\n"
+        "  --rel-clip K         relative clipping distance (shaw; xl when given)  [16 for shaw]\n"
+        "  --t5-buckets N       T5 bias buckets  [32]\n"
+        "  --t5-max-distance N  T5 largest distinguished distance  [128]\n"
+        "training\n"
+        "  --batch N            sequences per step  [16]\n"
+        "  --steps N            optimiser steps  [400]\n"
+        "  --lr X               peak learning rate  [2e-3]\n"
+        "  --warmup N           linear warmup steps  [40]\n"
+        "  --wd X               AdamW weight decay on matrices and embeddings  [0.1]\n"
+        "  --clip X             gradient clipping at this global norm, 0 = off  [1.0]\n"
+        "  --seed N             seed for weights, data and sampling  [1]\n"
+        "  --threads N          threads for OpenMP and OpenBLAS  [all cores]\n"
+        "  --log-every N        progress line every N steps  [steps/10]\n"
+        "  --stop-at N          stop after step N (the schedule still spans --steps); resume later\n"
+        "evaluation and output\n"
+        "  --eval-ctx L,L,...   evaluation lengths  [the training ctx]\n"
+        "  --eval-tokens N      tokens scored per evaluation length, at most  [16384]\n"
+        "  --save FILE          write a checkpoint at the end (and every --save-every steps)\n"
+        "  --save-every N       checkpoint every N steps  [0 = only at the end]\n"
+        "  --load FILE          read a model for evaluation or sampling (no training)\n"
+        "  --resume FILE        continue a saved run to its --steps (or a new --steps)\n"
+        "  --json FILE          write the config and results as one JSON object\n"
+        "  --sample N           generate N tokens after training (causal only)\n"
+        "  --prompt TEXT        start of the sample  [cats: 'the', text: newline]\n"
+        "  --temperature X      sampling temperature  [1.0]\n"
+        "  --quiet              no progress lines\n"
+        "  --help, --version\n");
+}
+
+// Strict number parsing: the whole string, in range, or exit 2 naming the option.
+static long parse_long(const char *opt, const char *s, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) die_usage("--%s '%s': not a whole number", opt, s);
+    if (v < lo || v > hi) die_usage("--%s %ld: must be between %ld and %ld", opt, v, lo, hi);
+    return v;
+}
+
+static float parse_float(const char *opt, const char *s, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) die_usage("--%s '%s': not a number", opt, s);
+    if (v < lo || v > hi) die_usage("--%s %g: must be between %g and %g", opt, v, lo, hi);
+    return (float)v;
+}
+
+static void parse_eval_ctx(options *o, const char *s) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    o->n_eval_ctx = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->n_eval_ctx == MAX_EVAL_CTX) die_usage("--eval-ctx: at most %d lengths", MAX_EVAL_CTX);
+        o->eval_ctx[o->n_eval_ctx++] = (int)parse_long("eval-ctx", tok, 1, 1 << 20);
+    }
+    if (!o->n_eval_ctx) die_usage("--eval-ctx '%s': give lengths like 64,128,256", s);
+}
+
+enum {
+    O_DATA = 256, O_PE, O_CTX, O_ATTN, O_DMODEL, O_LAYERS, O_HEADS, O_BATCH, O_STEPS, O_LR, O_WARMUP,
+    O_WD, O_CLIP, O_SEED, O_THREADS, O_EVAL_CTX, O_EVAL_TOKENS, O_ROPE_BASE, O_ROPE_SCALE,
+    O_ROPE_FACTOR, O_SIN_BASE, O_SIN_SCALE, O_REL_CLIP, O_T5_BUCKETS, O_T5_MAXD, O_SAVE,
+    O_SAVE_EVERY, O_LOAD, O_RESUME, O_JSON, O_SAMPLE, O_PROMPT, O_TEMP, O_QUIET, O_HELP, O_VERSION,
+    O_STOP_AT, O_LOG_EVERY
+};
+
+static void parse_options(options *o, int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"data", 1, 0, O_DATA}, {"pe", 1, 0, O_PE}, {"ctx", 1, 0, O_CTX}, {"attn", 1, 0, O_ATTN},
+        {"d-model", 1, 0, O_DMODEL}, {"layers", 1, 0, O_LAYERS}, {"heads", 1, 0, O_HEADS},
+        {"batch", 1, 0, O_BATCH}, {"steps", 1, 0, O_STEPS}, {"lr", 1, 0, O_LR},
+        {"warmup", 1, 0, O_WARMUP}, {"wd", 1, 0, O_WD}, {"clip", 1, 0, O_CLIP}, {"seed", 1, 0, O_SEED},
+        {"threads", 1, 0, O_THREADS}, {"eval-ctx", 1, 0, O_EVAL_CTX}, {"eval-tokens", 1, 0, O_EVAL_TOKENS},
+        {"rope-base", 1, 0, O_ROPE_BASE}, {"rope-scale", 1, 0, O_ROPE_SCALE},
+        {"rope-factor", 1, 0, O_ROPE_FACTOR}, {"sin-base", 1, 0, O_SIN_BASE},
+        {"sin-scale", 1, 0, O_SIN_SCALE}, {"rel-clip", 1, 0, O_REL_CLIP},
+        {"t5-buckets", 1, 0, O_T5_BUCKETS}, {"t5-max-distance", 1, 0, O_T5_MAXD},
+        {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"load", 1, 0, O_LOAD},
+        {"resume", 1, 0, O_RESUME}, {"json", 1, 0, O_JSON}, {"sample", 1, 0, O_SAMPLE},
+        {"prompt", 1, 0, O_PROMPT}, {"temperature", 1, 0, O_TEMP}, {"quiet", 0, 0, O_QUIET},
+        {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {"stop-at", 1, 0, O_STOP_AT},
+        {"log-every", 1, 0, O_LOG_EVERY}, {0, 0, 0, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_DATA: snprintf(o->data, sizeof o->data, "%s", optarg); break;
+        case O_PE:
+            if (strlen(optarg) >= sizeof o->pe) die_usage("--pe '%s': unknown encoding", optarg);
+            snprintf(o->pe, sizeof o->pe, "%s", optarg);
+            break;
+        case O_CTX: o->ctx = (int)parse_long("ctx", optarg, 1, 1 << 20); break;
+        case O_ATTN:
+            if (strcmp(optarg, "causal") == 0) o->causal = 1;
+            else if (strcmp(optarg, "bidir") == 0) o->causal = 0;
+            else die_usage("--attn '%s': choose causal or bidir", optarg);
+            break;
+        case O_DMODEL: o->d_model = (int)parse_long("d-model", optarg, 1, 1 << 14); break;
+        case O_LAYERS: o->layers = (int)parse_long("layers", optarg, 1, 256); break;
+        case O_HEADS: o->heads = (int)parse_long("heads", optarg, 1, 1 << 14); break;
+        case O_BATCH: o->batch = (int)parse_long("batch", optarg, 1, 1 << 16); break;
+        case O_STEPS: o->steps = parse_long("steps", optarg, 0, 1L << 40); o->given_steps = 1; break;
+        case O_LR: o->lr = parse_float("lr", optarg, 0.0, 10.0); break;
+        case O_WARMUP: o->warmup = (int)parse_long("warmup", optarg, 0, INT_MAX); break;
+        case O_WD: o->wd = parse_float("wd", optarg, 0.0, 10.0); break;
+        case O_CLIP: o->clip = parse_float("clip", optarg, 0.0, 1e9); break;
+        case O_SEED: o->seed = (unsigned long long)parse_long("seed", optarg, 0, LONG_MAX); break;
+        case O_THREADS: o->threads = (int)parse_long("threads", optarg, 1, 1024); break;
+        case O_EVAL_CTX: parse_eval_ctx(o, optarg); break;
+        case O_EVAL_TOKENS: o->eval_tokens = parse_long("eval-tokens", optarg, 1, 1L << 32); break;
+        case O_ROPE_BASE: o->rope_base = parse_float("rope-base", optarg, 1.0001, 1e12); break;
+        case O_ROPE_SCALE: {
+            int k = -1;
+            for (int i = 0; i < 4; i++)
+                if (strcmp(optarg, rope_scale_names[i]) == 0) k = i;
+            if (k < 0) die_usage("--rope-scale '%s': choose none, pi, ntk or yarn", optarg);
+            o->rope_scale = k;
+            break;
+        }
+        case O_ROPE_FACTOR: o->rope_factor = parse_float("rope-factor", optarg, 1.0, 1e6); break;
+        case O_SIN_BASE: o->sin_base = parse_float("sin-base", optarg, 1.0001, 1e12); break;
+        case O_SIN_SCALE: o->sin_scale = parse_float("sin-scale", optarg, 1e-9, 1e6); break;
+        case O_REL_CLIP: o->rel_clip = (int)parse_long("rel-clip", optarg, 1, 1 << 16); break;
+        case O_T5_BUCKETS: o->t5_buckets = (int)parse_long("t5-buckets", optarg, 4, 1024); break;
+        case O_T5_MAXD: o->t5_max_distance = (int)parse_long("t5-max-distance", optarg, 2, 1 << 20); break;
+        case O_SAVE: o->save = optarg; break;
+        case O_SAVE_EVERY: o->save_every = parse_long("save-every", optarg, 0, 1L << 40); break;
+        case O_LOAD: o->load = optarg; break;
+        case O_RESUME: o->resume = optarg; break;
+        case O_JSON: o->json = optarg; break;
+        case O_SAMPLE: o->sample = parse_long("sample", optarg, 0, 1 << 20); break;
+        case O_PROMPT: o->prompt = optarg; break;
+        case O_TEMP: o->temperature = parse_float("temperature", optarg, 1e-4, 100.0); break;
+        case O_QUIET: o->quiet = 1; break;
+        case O_STOP_AT: o->stop_at = parse_long("stop-at", optarg, 1, 1L << 40); break;
+        case O_LOG_EVERY: o->log_every = parse_long("log-every", optarg, 1, 1L << 40); break;
+        case O_HELP: usage(stdout); exit(0);
+        case O_VERSION: printf("pelab %s\n", PELAB_VERSION); exit(0);
+        case ':': die_usage("option '%s' needs a value", argv[optind - 1]);
+        default: die_usage("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) die_usage("unexpected argument '%s' (options start with --)", argv[optind]);
+    if (o->load && o->resume) die_usage("--load and --resume cannot be combined: --load evaluates, --resume trains on");
+    if (o->rope_factor > 0 && !o->rope_scale) die_usage("--rope-factor needs --rope-scale pi, ntk or yarn");
+}
+
+static void set_defaults(options *o) {
+    memset(o, 0, sizeof *o);
+    snprintf(o->data, sizeof o->data, "cats");
+    snprintf(o->pe, sizeof o->pe, "learned");
+    o->ctx = 64, o->causal = 1, o->d_model = 64, o->layers = 2, o->heads = 4, o->batch = 16;
+    o->steps = 400, o->lr = 2e-3f, o->warmup = 40, o->wd = 0.1f, o->clip = 1.0f, o->seed = 1;
+    o->eval_tokens = 16384, o->rope_base = 10000.0f, o->sin_base = 10000.0f;
+    o->t5_buckets = 32, o->t5_max_distance = 128, o->temperature = 1.0f;
+}
+
+static void config_from_options(model_config *c, const options *o, int vocab) {
+    memset(c, 0, sizeof *c);
+    c->vocab = vocab, c->ctx = o->ctx, c->d_model = o->d_model, c->layers = o->layers, c->heads = o->heads;
+    c->causal = o->causal;
+    snprintf(c->pe, sizeof c->pe, "%s", o->pe);
+    c->sin_base = o->sin_base;
+    c->sin_scale = o->sin_scale > 0 ? o->sin_scale : 1.0f / sqrtf((float)o->d_model);
+    c->rope_base = o->rope_base;
+    c->rel_clip = o->rel_clip;
+    c->t5_buckets = o->t5_buckets, c->t5_max_distance = o->t5_max_distance;
+}
+
+// Fails early (exit 1) when an output file cannot be created, rather than after training.
+static void check_writable(const char *path, const char *what) {
+    if (!path) return;
+    FILE *f = fopen(path, "ab");
+    if (!f) die_runtime("cannot write %s '%s': %s", what, path, strerror(errno));
+    fclose(f);
+}
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+typedef struct {
+    long steps_done;
+    double final_loss, tokens_per_s, seconds;
+} train_report;
+
+static void write_json(const char *path, const options *o, const model_t *m, const train_report *tr,
+                       const eval_result *ev, int nev, int has_order, double acc, int n_order) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) die_runtime("cannot write --json '%s': %s", path, strerror(errno));
+    const model_config *c = &m->cfg;
+    fprintf(f, "{\"config\": {\"data\": ");
+    json_string(f, o->data);
+    fprintf(f, ", \"pe\": ");
+    json_string(f, c->pe);
+    fprintf(f, ", \"ctx\": %d, \"attn\": \"%s\", \"d_model\": %d, \"layers\": %d, \"heads\": %d, \"vocab\": %d",
+            c->ctx, c->causal ? "causal" : "bidir", c->d_model, c->layers, c->heads, c->vocab);
+    fprintf(f, ", \"batch\": %d, \"steps\": %ld, \"lr\": %g, \"warmup\": %d, \"wd\": %g, \"clip\": %g, \"seed\": %llu, \"threads\": %d",
+            o->batch, o->steps, o->lr, o->warmup, o->wd, o->clip, o->seed, o->threads);
+    fprintf(f, ", \"eval_ctx\": [");
+    for (int i = 0; i < o->n_eval_ctx; i++) fprintf(f, "%s%d", i ? ", " : "", o->eval_ctx[i]);
+    fprintf(f, "], \"eval_tokens\": %ld, \"rope_base\": %g, \"rope_scale\": \"%s\", \"rope_factor\": %g",
+            o->eval_tokens, c->rope_base, rope_scale_names[o->rope_scale], o->rope_factor);
+    fprintf(f, ", \"sin_base\": %g, \"sin_scale\": %g, \"rel_clip\": %d, \"t5_buckets\": %d, \"t5_max_distance\": %d",
+            c->sin_base, c->sin_scale, c->rel_clip, c->t5_buckets, c->t5_max_distance);
+    const char *files[] = {o->save, o->load, o->resume, o->prompt};
+    const char *names[] = {"save", "load", "resume", "prompt"};
+    for (int i = 0; i < 4; i++) {
+        fprintf(f, ", \"%s\": ", names[i]);
+        if (files[i]) json_string(f, files[i]);
+        else fprintf(f, "null");
+    }
+    fprintf(f, ", \"save_every\": %ld, \"sample\": %ld, \"temperature\": %g, \"quiet\": %s}",
+            o->save_every, o->sample, o->temperature, o->quiet ? "true" : "false");
+    fprintf(f, ", \"params\": %zu", model_num_params(m));
+    fprintf(f, ", \"train\": {\"steps\": %ld, \"final_loss\": %.6f, \"tokens_per_s\": %.1f, \"seconds\": %.3f}",
+            tr->steps_done, tr->final_loss, tr->tokens_per_s, tr->seconds);
+    fprintf(f, ", \"eval\": [");
+    for (int i = 0; i < nev; i++) {
+        fprintf(f, "%s{\"ctx\": %d", i ? ", " : "", ev[i].L);
+        if (ev[i].ok) fprintf(f, ", \"loss\": %.6f, \"ppl\": %.6f, \"tokens\": %zu}", ev[i].loss, ev[i].ppl, ev[i].tokens);
+        else {
+            fprintf(f, ", \"error\": ");
+            json_string(f, ev[i].err);
+            fprintf(f, "}");
+        }
+    }
+    fprintf(f, "]");
+    if (has_order) fprintf(f, ", \"order\": {\"acc\": %.6f, \"n\": %d}", acc, n_order);
+    fprintf(f, "}\n");
+    if (fflush(f) != 0 || ferror(f)) die_runtime("cannot write --json '%s': %s", path, strerror(errno));
+    fclose(f);
+    if (rename(tmp, path) != 0) die_runtime("cannot write --json '%s': %s", path, strerror(errno));
+}
+
+static void save_checkpoint(const options *o, const model_t *m, const data_t *d, long step) {
+    train_state st;
+    memset(&st, 0, sizeof st);
+    st.step = step, st.steps = o->steps, st.batch = o->batch, st.warmup = o->warmup;
+    st.lr = o->lr, st.wd = o->wd, st.clip = o->clip, st.seed = o->seed, st.data_rng = d->rng.s;
+    snprintf(st.data, sizeof st.data, "%s", o->data);
+    char err[512];
+    if (ckpt_save(o->save, m, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
+}
+
+static void sample_text(model_t *m, const data_t *d, const options *o) {
+    if (!m->cfg.causal) die_usage("--sample needs a causal model (--attn causal)");
+    int T = m->cfg.ctx;
+    int *ctx = xmalloc(sizeof(int) * (size_t)(T + o->sample + 1024));
+    char err[256];
+    const char *prompt = o->prompt ? o->prompt : d->kind == DATA_CATS ? "the" : "\n";
+    int n = data_encode(d, prompt, ctx, 1024, err, sizeof err);
+    if (n < 0) die_usage("%s", err);
+    if (n == 0) die_usage("--prompt is empty");
+    model_acts a;
+    model_acts_alloc(&a, m, 1, T, 0);
+    int *win = xmalloc(sizeof(int) * T);
+    rng_t r = {o->seed * 7919 + 17};
+    char piece[64];
+    printf("sample: ");
+    for (int i = 0; i < n; i++) {
+        data_decode(d, ctx[i], piece, sizeof piece);
+        fputs(piece, stdout);
+    }
+    int V = m->cfg.vocab;
+    float *p = xmalloc(sizeof(float) * V);
+    for (long s = 0; s < o->sample; s++) {
+        int start = n > T ? n - T : 0, len = n - start;
+        for (int t = 0; t < T; t++) win[t] = t < len ? ctx[start + t] : 0;
+        model_forward(m, &a, win, NULL, NULL);
+        const float *z = a.logits + (size_t)(len - 1) * V;
+        float mx = z[0], sum = 0.0f;
+        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        for (int v = 0; v < V; v++) sum += (p[v] = expf((z[v] - mx) / o->temperature));
+        // never sample [MASK] or cats' padding
+        float u = rng_uniform(&r) * sum, acc = 0.0f;
+        int next = V - 1;
+        for (int v = 0; v < V; v++) {
+            acc += p[v];
+            if (u < acc) { next = v; break; }
+        }
+        ctx[n++] = next;
+        data_decode(d, next, piece, sizeof piece);
+        fputs(piece, stdout);
+    }
+    printf("\n");
+    free(p);
+    free(win);
+    free(ctx);
+    model_acts_free(&a);
+}
+
+int main(int argc, char **argv) {
+    options o;
+    set_defaults(&o);
+    parse_options(&o, argc, argv);
+#ifdef _OPENMP
+    if (!o.threads) o.threads = omp_get_num_procs();
+    omp_set_num_threads(o.threads);
+#else
+    if (!o.threads) o.threads = 1;
+#endif
+    openblas_set_num_threads(o.threads);
+
+    model_t m;
+    train_state st;
+    memset(&st, 0, sizeof st);
+    long start_step = 0;
+    char err[1024];
+    const char *from = o.load ? o.load : o.resume;
+    if (from) {
+        if (ckpt_load(from, &m, &st, o.resume != NULL, err, sizeof err) != 0) die_runtime("%s", err);
+        // the model's shape and the run's schedule come from the file
+        o.ctx = m.cfg.ctx, o.d_model = m.cfg.d_model, o.layers = m.cfg.layers, o.heads = m.cfg.heads;
+        o.causal = m.cfg.causal;
+        snprintf(o.pe, sizeof o.pe, "%s", m.cfg.pe);
+        if (o.resume) {
+            snprintf(o.data, sizeof o.data, "%s", st.data);
+            o.batch = st.batch, o.warmup = st.warmup, o.lr = st.lr, o.wd = st.wd, o.clip = st.clip;
+            o.seed = st.seed;
+            if (!o.given_steps) o.steps = st.steps;
+            start_step = st.step;
+        } else {
+            o.steps = 0;
+        }
+    }
+    data_t d;
+    data_open(&d, o.data, o.causal, o.seed);
+    if (!from) {
+        model_config cfg;
+        config_from_options(&cfg, &o, d.vocab);
+        model_create(&m, &cfg);
+        model_init_weights(&m, o.seed);
+    } else if (m.cfg.vocab != d.vocab) {
+        die_usage("checkpoint '%s' has a vocabulary of %d but --data %s has %d; give the --data it was trained on",
+                  from, m.cfg.vocab, o.data, d.vocab);
+    }
+    if (o.resume) d.rng.s = st.data_rng;
+    if (!data_check_ctx(&d, o.ctx, err, sizeof err)) die_usage("%s", err);
+    if (o.rope_scale && !(m.pe_rel.ops && strcmp(m.pe_rel.ops->name, "rope") == 0))
+        die_usage("--rope-scale %s needs --pe rope (or abs+rope)", rope_scale_names[o.rope_scale]);
+    if (!o.n_eval_ctx) o.eval_ctx[o.n_eval_ctx++] = o.ctx;
+    if (o.save_every && !o.save) die_usage("--save-every needs --save FILE");
+    if (o.stop_at && !o.save) die_usage("--stop-at needs --save FILE, or the run would be lost");
+    check_writable(o.save, "--save");
+    check_writable(o.json, "--json");
+    if (o.warmup > o.steps && o.steps > 0 && !from) o.warmup = (int)o.steps;
+
+    const int B = o.batch, T = o.ctx;
+    if (!o.quiet)
+        printf("pelab %s: data=%s pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%d steps=%ld threads=%d\n",
+               PELAB_VERSION, o.data, m.cfg.pe, m.cfg.causal ? "causal" : "bidir", T, m.cfg.d_model,
+               m.cfg.layers, m.cfg.heads, model_num_params(&m), B, o.steps, o.threads);
+    train_report tr = {start_step, 0.0, 0.0, 0.0};
+    long end_step = o.stop_at && o.stop_at < o.steps ? o.stop_at : o.steps;
+    if (start_step < end_step) {
+        model_acts a;
+        model_acts_alloc(&a, &m, B, T, 1);
+        size_t BT = (size_t)B * T;
+        int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
+        adamw_hparams hp = {o.lr, 0.9f, 0.95f, 1e-8f, o.wd};
+        long log_every = o.log_every ? o.log_every : (o.steps >= 10 ? o.steps / 10 : 1);
+        double t0 = now_seconds();
+        for (long step = start_step; step < end_step; step++) {
+            data_next_batch(&d, B, T, tok, tgt, seg);
+            double loss = model_forward(&m, &a, tok, tgt, seg);
+            if (!isfinite(loss)) die_runtime("non-finite loss (%g) at step %ld; lower --lr or check the data", loss, step + 1);
+            model_zero_grad(&m);
+            model_backward(&m, &a, tok, tgt, seg);
+            hp.lr = lr_schedule(o.lr, o.warmup, step, o.steps);
+            float norm = model_adamw_step(&m, &hp, o.clip, step + 1);
+            if (!isfinite(norm)) die_runtime("non-finite gradient at step %ld; lower --lr", step + 1);
+            tr.final_loss = loss;
+            tr.steps_done = step + 1;
+            double el = now_seconds() - t0;
+            long done = step + 1 - start_step;
+            tr.seconds = el;
+            tr.tokens_per_s = (double)done * BT / el;
+            if (!o.quiet && ((step + 1) % log_every == 0 || step + 1 == end_step)) {
+                double eta = el / done * (double)(end_step - step - 1);
+                printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %.1fs\n", step + 1, o.steps, loss,
+                       hp.lr, tr.tokens_per_s, el, eta);
+                fflush(stdout);
+            }
+            if (o.save && o.save_every && (step + 1) % o.save_every == 0 && step + 1 < end_step)
+                save_checkpoint(&o, &m, &d, step + 1);
+        }
+        free(tok);
+        free(tgt);
+        free(seg);
+        model_acts_free(&a);
+    }
+    if (o.save && !o.load) {
+        save_checkpoint(&o, &m, &d, tr.steps_done);
+        if (!o.quiet) printf("saved %s at step %ld\n", o.save, tr.steps_done);
+    }
+    if (o.stop_at && tr.steps_done < o.steps) {
+        printf("stopped at step %ld of %ld; continue with --resume %s\n", tr.steps_done, o.steps, o.save);
+        data_close(&d);
+        model_free(&m);
+        return 0;
+    }
+
+    eval_result ev[MAX_EVAL_CTX];
+    int any_ok = 0;
+    for (int i = 0; i < o.n_eval_ctx; i++) {
+        int L = o.eval_ctx[i];
+        if (m.pe_rel.ops) {
+            m.pe_rel.rope_scale = o.rope_scale;
+            m.pe_rel.rope_factor = o.rope_factor > 0 ? o.rope_factor : (L > T ? (float)L / T : 1.0f);
+        }
+        eval_perplexity(&m, &d, L, (size_t)o.eval_tokens, &ev[i]);
+        if (ev[i].ok) {
+            printf("eval ctx=%d loss=%.4f ppl=%.3f\n", L, ev[i].loss, ev[i].ppl);
+            any_ok = 1;
+        } else {
+            printf("eval ctx=%d refused\n", L);
+            fprintf(stderr, "train: eval ctx=%d: %s\n", L, ev[i].err);
+        }
+    }
+    if (m.pe_rel.ops) m.pe_rel.rope_scale = ROPE_SCALE_NONE, m.pe_rel.rope_factor = 1.0f;
+    double acc = 0.0;
+    int n_order = 0;
+    if (d.kind == DATA_CATS) {
+        acc = eval_order(&m, &d, &n_order);
+        printf("order_acc=%.3f n=%d\n", acc, n_order);
+    }
+    fflush(stdout);
+    if (o.json) write_json(o.json, &o, &m, &tr, ev, o.n_eval_ctx, d.kind == DATA_CATS, acc, n_order);
+    if (o.sample) sample_text(&m, &d, &o);
+    data_close(&d);
+    model_free(&m);
+    return any_ok ? 0 : EXIT_RUNTIME;
+}
