@@ -64,8 +64,8 @@ int model_config_check(const model_config *c, char *err, size_t errlen) {
         snprintf(err, errlen, "rope needs an even head size; --d-model %d / --heads %d = %d", c->d_model, c->heads, c->d_model / c->heads);
         return 0;
     }
-    if (abs && strcmp(abs->name, "sinusoidal") == 0 && c->d_model % 2) {
-        snprintf(err, errlen, "sinusoidal needs an even --d-model, got %d", c->d_model);
+    if (((abs && strcmp(abs->name, "sinusoidal") == 0) || (rel && strcmp(rel->name, "xl") == 0)) && c->d_model % 2) {
+        snprintf(err, errlen, "%s needs an even --d-model, got %d", c->pe, c->d_model);
         return 0;
     }
     if (!(c->sin_base > 1.0f) || !isfinite(c->sin_base)) { snprintf(err, errlen, "--sin-base %g: must be a finite number > 1", c->sin_base); return 0; }

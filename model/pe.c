@@ -10,7 +10,8 @@ const pe_ops pe_none_ops = {.name = "none", .absolute = 0};
 extern const pe_ops pe_rope_ops, pe_alibi_ops, pe_t5_ops, pe_xl_ops, pe_shaw_ops;
 
 static const pe_ops *const registry[] = {
-    &pe_none_ops, &pe_sinusoidal_ops, &pe_learned_ops,
+    &pe_none_ops, &pe_sinusoidal_ops, &pe_learned_ops, &pe_rope_ops,
+    &pe_alibi_ops, &pe_t5_ops, &pe_xl_ops, &pe_shaw_ops,
 };
 
 const pe_ops *pe_find(const char *name) {

@@ -1,0 +1,146 @@
+// pe_shaw.c — Shaw, Uszkoreit & Vaswani 2018, "Self-Attention with Relative
+// Position Representations", eqs. 3–5:
+//   s_ij = q_i·(k_j + aK[c(j − i)]) / sqrt(hs)
+//   y_i  = Σ_j α_ij (v_j + aV[c(j − i)])
+// c(x) = clamp(x, −k, k), k = --rel-clip (default 16); aK, aV ∈ R^((2k+1)×hs)
+// per layer, shared by the heads. Each head accumulates its gradient of aK
+// and aV in its own scratch; layer_end adds them up in head order.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+
+#include "attn.h"
+#include "model.h"
+
+typedef struct {
+    int k, nrel, hs, NH;
+    float *work;            // per head: (CHUNK, nrel) for G / A
+    float *dK, *dV;         // per head: (nrel, hs)
+} shaw_state;
+
+static int shaw_clip(const model_config *c) { return c->rel_clip > 0 ? c->rel_clip : 16; }
+
+static void shaw_init(pe_t *pe, param_table *tab) {
+    const model_config *c = pe->cfg;
+    int k = shaw_clip(c), nrel = 2 * k + 1, hs = c->d_model / c->heads;
+    size_t per_layer = (size_t)nrel * hs;
+    pe->tensor[0] = param_add(tab, "pe_shaw_k", size_mul(per_layer, (size_t)c->layers, "shaw table"), 1, INIT_NORMAL, 0.02f);
+    pe->tensor[1] = param_add(tab, "pe_shaw_v", per_layer * c->layers, 1, INIT_NORMAL, 0.02f);
+    shaw_state *st = xcalloc(1, sizeof *st);
+    st->k = k, st->nrel = nrel, st->hs = hs, st->NH = c->heads;
+    st->work = xmalloc(sizeof(float) * (size_t)c->heads * ATTN_CHUNK * nrel);
+    st->dK = xcalloc((size_t)c->heads * per_layer, sizeof(float));
+    st->dV = xcalloc((size_t)c->heads * per_layer, sizeof(float));
+    pe->state = st;
+}
+
+static void shaw_free(pe_t *pe) {
+    shaw_state *st = pe->state;
+    if (st) free(st->work), free(st->dK), free(st->dV);
+    free(st);
+    pe->state = NULL;
+}
+
+static inline int rel_index(int j, int i, int k) {
+    int x = j - i;
+    return (x < -k ? -k : x > k ? k : x) + k;
+}
+
+static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+                               int ld, int i0, int nq, int nk, float *s, int lds) {
+    shaw_state *st = pe->state;
+    int nrel = st->nrel, hs = st->hs;
+    const float *aK = params + pe->off[0] + (size_t)layer * nrel * hs;
+    float *G = st->work + (size_t)h * ATTN_CHUNK * nrel;  // (nq, nrel) = Q aKᵀ / sqrt(hs)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nrel, hs, 1.0f / sqrtf((float)hs), q, ld, aK, hs,
+                0.0f, G, nrel);
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (size_t)r * lds;
+        const float *g = G + (size_t)r * nrel;
+        for (int j = 0; j < nk; j++) row[j] += g[rel_index(j, i0 + r, st->k)];
+    }
+}
+
+static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+                                const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
+                                const float *ds, int lds) {
+    // forward: s_ij += G[i, c(j−i)], G = Q aKᵀ / sqrt(hs)
+    shaw_state *st = pe->state;
+    int nrel = st->nrel, hs = st->hs;
+    const float *aK = params + pe->off[0] + (size_t)layer * nrel * hs;
+    float *dG = st->work + (size_t)h * ATTN_CHUNK * nrel;
+    memset(dG, 0, sizeof(float) * (size_t)nq * nrel);
+    for (int r = 0; r < nq; r++) {
+        const float *row = ds + (size_t)r * lds;
+        float *g = dG + (size_t)r * nrel;
+        for (int j = 0; j < nk; j++) g[rel_index(j, i0 + r, st->k)] += row[j];
+    }
+    float sc = 1.0f / sqrtf((float)hs);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, sc, dG, nrel, aK, hs, 1.0f, dq, ld);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, nq, sc, dG, nrel, q, ld, 1.0f,
+                st->dK + (size_t)h * nrel * hs, hs);
+}
+
+// A[r, c] = Σ_{j: c(j−i) = c} p_ij — the attention mass at each clipped distance
+static float *shaw_bucket_weights(shaw_state *st, int h, const float *p, int ldp, int i0, int nq, int nk) {
+    float *A = st->work + (size_t)h * ATTN_CHUNK * st->nrel;
+    memset(A, 0, sizeof(float) * (size_t)nq * st->nrel);
+    for (int r = 0; r < nq; r++) {
+        const float *row = p + (size_t)r * ldp;
+        float *a = A + (size_t)r * st->nrel;
+        for (int j = 0; j < nk; j++) a[rel_index(j, i0 + r, st->k)] += row[j];
+    }
+    return A;
+}
+
+static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, const float *p, int ldp, int i0,
+                               int nq, int nk, float *y, int ldy) {
+    shaw_state *st = pe->state;
+    int nrel = st->nrel, hs = st->hs;
+    const float *aV = params + pe->off[1] + (size_t)layer * nrel * hs;
+    float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, 1.0f, A, nrel, aV, hs, 1.0f, y, ldy);
+}
+
+static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *p,
+                                int ldp, int i0, int nq, int nk, const float *dy, int ldy, float *dp, int lddp) {
+    // forward: y_i += Σ_c A[i, c] aV[c]
+    shaw_state *st = pe->state;
+    int nrel = st->nrel, hs = st->hs;
+    const float *aV = params + pe->off[1] + (size_t)layer * nrel * hs;
+    float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, nq, 1.0f, A, nrel, dy, ldy, 1.0f,
+                st->dV + (size_t)h * nrel * hs, hs);
+    // dp_ij += dy_i · aV[c(j−i)]: dA = dy aVᵀ (nq, nrel), then gathered
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nrel, hs, 1.0f, dy, ldy, aV, hs, 0.0f, A, nrel);
+    for (int r = 0; r < nq; r++) {
+        float *row = dp + (size_t)r * lddp;
+        const float *a = A + (size_t)r * nrel;
+        for (int j = 0; j < nk; j++) row[j] += a[rel_index(j, i0 + r, st->k)];
+    }
+}
+
+static void shaw_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+    shaw_state *st = pe->state;
+    size_t per = (size_t)st->nrel * st->hs;
+    float *dK = grads + pe->off[0] + (size_t)layer * per, *dV = grads + pe->off[1] + (size_t)layer * per;
+    for (int h = 0; h < st->NH; h++)
+        for (size_t i = 0; i < per; i++) {
+            dK[i] += st->dK[h * per + i];
+            dV[i] += st->dV[h * per + i];
+        }
+    memset(st->dK, 0, sizeof(float) * per * st->NH);
+    memset(st->dV, 0, sizeof(float) * per * st->NH);
+}
+
+const pe_ops pe_shaw_ops = {
+    .name = "shaw",
+    .init = shaw_init,
+    .free = shaw_free,
+    .score_forward = shaw_score_forward,
+    .score_backward = shaw_score_backward,
+    .value_forward = shaw_value_forward,
+    .value_backward = shaw_value_backward,
+    .layer_end = shaw_layer_end,
+};

@@ -1,0 +1,89 @@
+// pe_t5.c — T5's relative attention bias (Raffel et al. 2020): b_h(i, j) =
+// w[bucket(i − j), h], one learned table shared by all layers, zero init.
+// Buckets: distances below half the buckets get one each; the rest are
+// log-spaced up to --t5-max-distance, beyond which all share the last
+// bucket. Bidirectional attention splits the buckets between past (lower
+// half) and future (upper half).
+#include <math.h>
+#include <stdlib.h>
+
+#include "model.h"
+
+typedef struct {
+    int T;
+    int *bucket;  // (2T − 1): bucket of distance n = i − j, at index n + T − 1
+} t5_state;
+
+int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance) {
+    // n = i − j: positive for keys in the past
+    int ret = 0;
+    if (bidirectional) {
+        num_buckets /= 2;
+        if (n < 0) ret += num_buckets;  // future keys: upper half
+        n = abs(n);
+    } else if (n < 0) {
+        n = 0;
+    }
+    int max_exact = num_buckets / 2;
+    if (n < max_exact) return ret + n;
+    int v = max_exact + (int)(logf((float)n / max_exact) / logf((float)max_distance / max_exact) * (num_buckets - max_exact));
+    return ret + (v < num_buckets - 1 ? v : num_buckets - 1);
+}
+
+static void t5_init(pe_t *pe, param_table *tab) {
+    pe->tensor[0] = param_add(tab, "pe_t5", (size_t)pe->cfg->t5_buckets * pe->cfg->heads, 1, INIT_ZERO, 0);
+    pe->state = calloc(1, sizeof(t5_state));
+    if (!pe->state) die_runtime("out of memory for the T5 table");
+}
+
+static void t5_free(pe_t *pe) {
+    t5_state *st = pe->state;
+    if (st) free(st->bucket);
+    free(st);
+    pe->state = NULL;
+}
+
+static void t5_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+    t5_state *st = pe->state;
+    if (st->bucket && st->T == T) return;
+    free(st->bucket);
+    st->bucket = xmalloc(sizeof(int) * (2 * (size_t)T - 1));
+    for (int n = -(T - 1); n <= T - 1; n++)
+        st->bucket[n + T - 1] = t5_bucket(n, !pe->cfg->causal, pe->cfg->t5_buckets, pe->cfg->t5_max_distance);
+    st->T = T;
+}
+
+static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+                             int ld, int i0, int nq, int nk, float *s, int lds) {
+    const t5_state *st = pe->state;
+    const float *w = params + pe->off[0];  // (buckets, H)
+    int H = pe->cfg->heads, T = st->T;
+    for (int r = 0; r < nq; r++) {
+        const int *bk = st->bucket + (i0 + r) + T - 1;  // bk[−j] is the bucket of i − j
+        float *row = s + (size_t)r * lds;
+        for (int j = 0; j < nk; j++) row[j] += w[bk[-j] * H + h];
+    }
+}
+
+static void t5_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+                              const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
+                              const float *ds, int lds) {
+    // forward: s_ij += w[bucket(i − j), h]  →  dw[b, h] += Σ_{bucket(i−j) = b} ds_ij
+    const t5_state *st = pe->state;
+    float *dw = grads + pe->off[0];
+    int H = pe->cfg->heads, T = st->T;
+    for (int r = 0; r < nq; r++) {
+        const int *bk = st->bucket + (i0 + r) + T - 1;
+        const float *row = ds + (size_t)r * lds;
+        for (int j = 0; j < nk; j++) dw[bk[-j] * H + h] += row[j];
+    }
+}
+
+const pe_ops pe_t5_ops = {
+    .name = "t5",
+    .init = t5_init,
+    .free = t5_free,
+    .layer_begin = t5_layer_begin,
+    .score_forward = t5_score_forward,
+    .score_backward = t5_score_backward,
+};

@@ -1,0 +1,171 @@
+// pe_xl.c — Transformer-XL's relative attention (Dai et al. 2019, eq. 3 with
+// the scaling of the paper's code):
+//   s_ij = [(q_i + u_h)·k_j + (q_i + v_h)·(W_R r_(i−j))_h] / sqrt(hs)
+// r_δ is the d-wide sinusoid of the distance δ (clipped to ±k when --rel-clip
+// is given); W_R ∈ R^(d×d), u, v ∈ R^(H×hs) per layer, u and v zero init.
+//
+// The position term is computed the fast way: G = (Q + v)·R_hᵀ over every
+// distance a chunk needs, then gathered at δ = i − j. tests/ checks it
+// against the direct O(T²·d) formula.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+
+#include "model.h"
+#include "attn.h"
+
+typedef struct {
+    int T, L, NH;
+    float *r;      // (2T − 1, C): r_δ at row δ + T − 1
+    float *R;      // (L, 2T − 1, C): W_R r_δ per layer
+    float *dR;     // (2T − 1, C): gradient of the current layer's R
+    float *work;   // per head: (CHUNK, hs) + (CHUNK, CHUNK + T − 1)
+    size_t work_per_head;
+} xl_state;
+
+static void xl_init(pe_t *pe, param_table *tab) {
+    const model_config *c = pe->cfg;
+    size_t L = c->layers, C = c->d_model;
+    pe->tensor[0] = param_add(tab, "pe_xl_wr", size_mul(L * C, C, "xl W_R"), 1, INIT_NORMAL, 0.02f);
+    pe->tensor[1] = param_add(tab, "pe_xl_u", L * C, 0, INIT_ZERO, 0);
+    pe->tensor[2] = param_add(tab, "pe_xl_v", L * C, 0, INIT_ZERO, 0);
+    pe->state = calloc(1, sizeof(xl_state));
+    if (!pe->state) die_runtime("out of memory for Transformer-XL state");
+}
+
+static void xl_free(pe_t *pe) {
+    xl_state *st = pe->state;
+    if (st) free(st->r), free(st->R), free(st->dR), free(st->work);
+    free(st);
+    pe->state = NULL;
+}
+
+// Sizes the tables for T and fills r_δ, interleaved like SPEC's sinusoidal
+// table: r[2i] = sin(δ/10000^(2i/d)), r[2i+1] = cos(δ/10000^(2i/d)).
+static void xl_sizes(pe_t *pe, int T) {
+    xl_state *st = pe->state;
+    const model_config *c = pe->cfg;
+    if (st->r && st->T == T) return;
+    int C = c->d_model, hs = C / c->heads, n = 2 * T - 1;
+    free(st->r), free(st->R), free(st->dR), free(st->work);
+    st->r = xmalloc(sizeof(float) * size_mul((size_t)n, (size_t)C, "xl table"));
+    st->R = xmalloc(sizeof(float) * size_mul((size_t)c->layers * n, (size_t)C, "xl table"));
+    st->dR = xcalloc((size_t)n * C, sizeof(float));
+    st->work_per_head = (size_t)ATTN_CHUNK * hs + (size_t)ATTN_CHUNK * (ATTN_CHUNK + T - 1);
+    st->work = xmalloc(sizeof(float) * size_mul(st->work_per_head, (size_t)c->heads, "xl scratch"));
+    for (int d = -(T - 1); d <= T - 1; d++) {
+        int dc = d;
+        if (c->rel_clip > 0) dc = dc > c->rel_clip ? c->rel_clip : dc < -c->rel_clip ? -c->rel_clip : dc;
+        float *row = st->r + (size_t)(d + T - 1) * C;
+        for (int i = 0; i < C / 2; i++) {
+            double a = dc / pow(10000.0, 2.0 * i / C);
+            row[2 * i] = (float)sin(a);
+            row[2 * i + 1] = (float)cos(a);
+        }
+    }
+    st->T = T;
+}
+
+static void xl_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+    // R = r · W_Rᵀ, i.e. R_δ = W_R r_δ
+    xl_sizes(pe, T);
+    xl_state *st = pe->state;
+    int C = pe->cfg->d_model, n = 2 * T - 1;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, C, C, 1.0f, st->r, C,
+                params + pe->off[0] + (size_t)layer * C * C, C, 0.0f, st->R + (size_t)layer * n * C, C);
+}
+
+static void xl_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+    // forward: R = r · W_Rᵀ  →  dW_R += dRᵀ · r
+    xl_state *st = pe->state;
+    int C = pe->cfg->d_model, n = 2 * T - 1;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, C, n, 1.0f, st->dR, C, st->r, C, 1.0f,
+                grads + pe->off[0] + (size_t)layer * C * C, C);
+    memset(st->dR, 0, sizeof(float) * (size_t)n * C);
+}
+
+static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+                             int ld, int i0, int nq, int nk, float *s, int lds) {
+    xl_state *st = pe->state;
+    const model_config *c = pe->cfg;
+    int C = c->d_model, hs = C / c->heads, T = st->T, n = 2 * T - 1;
+    float scale = 1.0f / sqrtf((float)hs);
+    const float *u = params + pe->off[1] + (size_t)layer * C + h * hs;
+    const float *v = params + pe->off[2] + (size_t)layer * C + h * hs;
+    float *qv = st->work + h * st->work_per_head, *G = qv + (size_t)ATTN_CHUNK * hs;
+    // u·k_j, the same for every row
+    for (int j = 0; j < nk; j++) {
+        float uk = 0.0f;
+        for (int e = 0; e < hs; e++) uk += u[e] * k[(size_t)j * ld + e];
+        uk *= scale;
+        for (int r = 0; r < nq; r++) s[(size_t)r * lds + j] += uk;
+    }
+    // G[r, δ − δlo] = (q_i + v)·R_h[δ], δ from δlo = i0 − nk + 1 to i0 + nq − 1
+    int dlo = i0 - nk + 1, nd = nq + nk - 1;
+    for (int r = 0; r < nq; r++)
+        for (int e = 0; e < hs; e++) qv[(size_t)r * hs + e] = q[(size_t)r * ld + e] + v[e];
+    const float *Rh = st->R + ((size_t)layer * n + (dlo + T - 1)) * C + h * hs;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nd, hs, scale, qv, hs, Rh, C, 0.0f, G, nd);
+    for (int r = 0; r < nq; r++) {
+        const float *g = G + (size_t)r * nd + r + nk - 1;  // g[−j] is δ = i0 + r − j
+        float *row = s + (size_t)r * lds;
+        for (int j = 0; j < nk; j++) row[j] += g[-j];
+    }
+}
+
+static void xl_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+                              const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
+                              const float *ds, int lds) {
+    xl_state *st = pe->state;
+    const model_config *c = pe->cfg;
+    int C = c->d_model, hs = C / c->heads, T = st->T, n = 2 * T - 1;
+    float scale = 1.0f / sqrtf((float)hs);
+    const float *u = params + pe->off[1] + (size_t)layer * C + h * hs;
+    const float *v = params + pe->off[2] + (size_t)layer * C + h * hs;
+    float *du = grads + pe->off[1] + (size_t)layer * C + h * hs;
+    float *dv = grads + pe->off[2] + (size_t)layer * C + h * hs;
+    float *qv = st->work + h * st->work_per_head, *dG = qv + (size_t)ATTN_CHUNK * hs;
+    // forward: s_ij += u·k_j · scale
+    for (int j = 0; j < nk; j++) {
+        float col = 0.0f;
+        for (int r = 0; r < nq; r++) col += ds[(size_t)r * lds + j];
+        col *= scale;
+        for (int e = 0; e < hs; e++) {
+            du[e] += col * k[(size_t)j * ld + e];
+            dk[(size_t)j * ld + e] += col * u[e];
+        }
+    }
+    // forward: s_ij += G[i, i − j], G = (Q + v) R_hᵀ · scale
+    int dlo = i0 - nk + 1, nd = nq + nk - 1;
+    memset(dG, 0, sizeof(float) * (size_t)nq * nd);
+    for (int r = 0; r < nq; r++) {
+        float *g = dG + (size_t)r * nd + r + nk - 1;
+        const float *row = ds + (size_t)r * lds;
+        for (int j = 0; j < nk; j++) g[-j] = row[j] * scale;
+    }
+    const float *Rh = st->R + ((size_t)layer * n + (dlo + T - 1)) * C + h * hs;
+    // d(q + v) = dG · R_h: into qv's buffer, then to dq and dv
+    for (int r = 0; r < nq; r++)
+        for (int e = 0; e < hs; e++) qv[(size_t)r * hs + e] = q[(size_t)r * ld + e] + v[e];
+    // dR_h += dGᵀ (Q + v)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nd, hs, nq, 1.0f, dG, nd, qv, hs, 1.0f,
+                st->dR + (size_t)(dlo + T - 1) * C + h * hs, C);
+    // dq += dG R_h (written over qv, no longer needed), dv += Σ_rows
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nd, 1.0f, dG, nd, Rh, C, 0.0f, qv, hs);
+    for (int r = 0; r < nq; r++)
+        for (int e = 0; e < hs; e++) {
+            dq[(size_t)r * ld + e] += qv[(size_t)r * hs + e];
+            dv[e] += qv[(size_t)r * hs + e];
+        }
+}
+
+const pe_ops pe_xl_ops = {
+    .name = "xl",
+    .init = xl_init,
+    .free = xl_free,
+    .layer_begin = xl_layer_begin,
+    .layer_end = xl_layer_end,
+    .score_forward = xl_score_forward,
+    .score_backward = xl_score_backward,
+};

@@ -1,0 +1,45 @@
+// test.h — a small test harness: each test is a function that returns the
+// number of failed checks; the runner prints "N passed, N failed".
+#ifndef PELAB_TEST_H
+#define PELAB_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+
+#include "../data/data.h"
+#include "../model/model.h"
+
+#define EXPECT(cond, ...)                                          \
+    do {                                                           \
+        if (!(cond)) {                                             \
+            printf("    check failed at %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                                   \
+            printf("\n");                                          \
+            fails++;                                               \
+        }                                                          \
+    } while (0)
+
+typedef int (*test_fn)(void);
+typedef struct {
+    const char *name;
+    test_fn fn;
+} test_case;
+
+// Every encoding and composite the tests sweep.
+extern const char *const test_encodings[];
+extern const int n_test_encodings;
+
+// A tiny model with weights large enough that every path carries gradient.
+void test_tiny_config(model_config *c, const char *pe, int causal);
+void test_randomise_weights(model_t *m, unsigned long long seed);
+// Random tokens (B, T) in [0, V), targets with some -1, segments (bidir: 3
+// per row) — or seg all 0 when causal.
+void test_random_batch(int B, int T, int V, int causal, unsigned long long seed, int *tok, int *tgt, int *seg);
+
+// The suites; each returns its failed-check count and prints one line per test.
+int run_tests(const test_case *tests, int n, int *passed, int *failed, const char *filter);
+
+extern const test_case grad_tests[], prop_tests[], cli_tests[], torch_tests[];
+extern const int n_grad_tests, n_prop_tests, n_cli_tests, n_torch_tests;
+
+#endif

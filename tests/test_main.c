@@ -1,0 +1,75 @@
+// test_main.c — runs every suite; `tests/test_pelab [filter]` runs the tests
+// whose names contain filter. Ends with "N passed, N failed" and exits 1 on
+// any failure.
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "test.h"
+
+const char *const test_encodings[] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5", "xl", "shaw",
+                                       "learned+rope", "sinusoidal+alibi", "learned+t5", "sinusoidal+xl", "learned+shaw"};
+const int n_test_encodings = sizeof test_encodings / sizeof test_encodings[0];
+
+void test_tiny_config(model_config *c, const char *pe, int causal) {
+    memset(c, 0, sizeof *c);
+    c->vocab = 13, c->ctx = 80, c->d_model = 8, c->layers = 2, c->heads = 2, c->causal = causal;
+    snprintf(c->pe, sizeof c->pe, "%s", pe);
+    c->sin_base = 10000.0f, c->sin_scale = 0.35f, c->rope_base = 10000.0f;
+    c->rel_clip = 3, c->t5_buckets = 8, c->t5_max_distance = 20;
+}
+
+void test_randomise_weights(model_t *m, unsigned long long seed) {
+    rng_t r = {seed};
+    for (int k = 0; k < m->tab.n; k++) {
+        const tensor_info *t = &m->tab.t[k];
+        for (size_t i = 0; i < t->size; i++) {
+            float z = rng_normal(&r);
+            m->params[t->offset + i] = t->init == INIT_ONE ? 1.0f + 0.1f * z : 0.3f * z;
+        }
+    }
+}
+
+void test_random_batch(int B, int T, int V, int causal, unsigned long long seed, int *tok, int *tgt, int *seg) {
+    rng_t r = {seed};
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            int i = b * T + t;
+            tok[i] = (int)rng_below(&r, V);
+            tgt[i] = rng_below(&r, 4) == 0 ? -1 : (int)rng_below(&r, V);
+            seg[i] = causal ? 0 : (t * 3) / T;
+        }
+}
+
+int run_tests(const test_case *tests, int n, int *passed, int *failed, const char *filter) {
+    int total_fails = 0;
+    for (int i = 0; i < n; i++) {
+        if (filter && !strstr(tests[i].name, filter)) continue;
+        double t0 = now_seconds();
+        fflush(stdout);
+        int f = tests[i].fn();
+        printf("%s %s (%.2fs)\n", f ? "FAIL" : "ok  ", tests[i].name, now_seconds() - t0);
+        fflush(stdout);
+        if (f) (*failed)++, total_fails += f;
+        else (*passed)++;
+    }
+    return total_fails;
+}
+
+int main(int argc, char **argv) {
+    const char *filter = argc > 1 ? argv[1] : NULL;
+#ifdef _OPENMP
+    omp_set_num_threads(2);
+#endif
+    openblas_set_num_threads(2);
+    int passed = 0, failed = 0;
+    run_tests(grad_tests, n_grad_tests, &passed, &failed, filter);
+    run_tests(prop_tests, n_prop_tests, &passed, &failed, filter);
+    run_tests(cli_tests, n_cli_tests, &passed, &failed, filter);
+    run_tests(torch_tests, n_torch_tests, &passed, &failed, filter);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
