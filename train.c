@@ -17,6 +17,7 @@
 #include "model/ckpt.h"
 #include "model/eval.h"
 #include "model/model.h"
+#include "model/ops.h"
 
 #define PELAB_VERSION "0.1.0"
 #define MAX_EVAL_CTX 16
@@ -48,7 +49,7 @@ static void usage(FILE *f) {
         "encoding of your choice, then evaluates it.\n\n"
         "data and model\n"
         "  --data SPEC          'cats' (built-in synthetic corpus) or a text file (bytes)  [cats]\n"
-        "  --pe NAME            none, sinusoidal, learned, or abs+rel  [learned]\n"
+        "  --pe NAME            none, sinusoidal, learned, rope, alibi, t5, xl, shaw, or abs+rel  [rope]\n"
         "  --attn MODE          causal (language model) or bidir (masked tokens)  [causal]\n"
         "  --ctx N              training context length  [64]\n"
         "  --d-model N          channels  [64]\n"
@@ -65,9 +66,9 @@ static void usage(FILE *f) {
         "  --t5-max-distance N  T5 largest distinguished distance  [128]\n"
         "training\n"
         "  --batch N            sequences per step  [16]\n"
-        "  --steps N            optimiser steps  [400]\n"
-        "  --lr X               peak learning rate  [2e-3]\n"
-        "  --warmup N           linear warmup steps  [40]\n"
+        "  --steps N            optimiser steps  [1000]\n"
+        "  --lr X               peak learning rate  [3e-3]\n"
+        "  --warmup N           linear warmup steps  [50]\n"
         "  --wd X               AdamW weight decay on matrices and embeddings  [0.1]\n"
         "  --clip X             gradient clipping at this global norm, 0 = off  [1.0]\n"
         "  --seed N             seed for weights, data and sampling  [1]\n"
@@ -211,9 +212,9 @@ static void parse_options(options *o, int argc, char **argv) {
 static void set_defaults(options *o) {
     memset(o, 0, sizeof *o);
     snprintf(o->data, sizeof o->data, "cats");
-    snprintf(o->pe, sizeof o->pe, "learned");
+    snprintf(o->pe, sizeof o->pe, "rope");
     o->ctx = 64, o->causal = 1, o->d_model = 64, o->layers = 2, o->heads = 4, o->batch = 16;
-    o->steps = 400, o->lr = 2e-3f, o->warmup = 40, o->wd = 0.1f, o->clip = 1.0f, o->seed = 1;
+    o->steps = 1000, o->lr = 3e-3f, o->warmup = 50, o->wd = 0.1f, o->clip = 1.0f, o->seed = 1;
     o->eval_tokens = 16384, o->rope_base = 10000.0f, o->sin_base = 10000.0f;
     o->t5_buckets = 32, o->t5_max_distance = 128, o->temperature = 1.0f;
 }
@@ -368,11 +369,10 @@ int main(int argc, char **argv) {
     parse_options(&o, argc, argv);
 #ifdef _OPENMP
     if (!o.threads) o.threads = omp_get_num_procs();
-    omp_set_num_threads(o.threads);
 #else
     if (!o.threads) o.threads = 1;
 #endif
-    openblas_set_num_threads(o.threads);
+    ops_init_threads(o.threads);
 
     model_t m;
     train_state st;

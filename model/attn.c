@@ -2,8 +2,7 @@
 //   S = Q Kᵀ / sqrt(hs) + bias   (keys 0..nk-1; nk = i0+nq when causal)
 //   P = softmax(mask(S))          rows
 //   Y = P V + value term
-// Heads run in parallel (OpenMP); inside a parallel region OpenBLAS is held to
-// one thread so the two thread pools never oversubscribe the cores.
+// Heads run in parallel (OpenMP); OpenBLAS itself is single-threaded.
 #include "attn.h"
 
 #include <cblas.h>
@@ -14,24 +13,6 @@
 #endif
 
 size_t attn_scratch_floats(int T) { return (size_t)ATTN_CHUNK * (size_t)T; }
-
-static int blas_enter_parallel(void) {
-#ifdef _OPENMP
-    int saved = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-    return saved;
-#else
-    return 0;
-#endif
-}
-
-static void blas_leave_parallel(int saved) {
-#ifdef _OPENMP
-    openblas_set_num_threads(saved);
-#else
-    (void)saved;
-#endif
-}
 
 static int thread_id(void) {
 #ifdef _OPENMP
@@ -50,7 +31,6 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
     const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
     pe_t *rel = d->rel;
-    int saved = blas_enter_parallel();
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < NH; h++) {
         float *mine = scratch + (size_t)thread_id() * attn_scratch_floats(T);
@@ -91,7 +71,6 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
             }
         }
     }
-    blas_leave_parallel(saved);
 }
 
 void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
@@ -99,7 +78,6 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
     const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
     pe_t *rel = d->rel;
-    int saved = blas_enter_parallel();
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < NH; h++) {
         float *dP = scratch + (size_t)thread_id() * attn_scratch_floats(T);  // (nq, T)
@@ -140,5 +118,4 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
             }
         }
     }
-    blas_leave_parallel(saved);
 }

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "common.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *w, const float *b, size_t N, int C) {
@@ -62,34 +65,73 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
     }
 }
 
+// OpenBLAS runs single-threaded (see ops_init_threads); the matrix products
+// are split into row blocks, one per OpenMP thread, so the two thread pools
+// never compete for the cores. The split depends on the thread count, so
+// bit-identical runs need the same --threads.
+static void block_range(size_t n, size_t *lo, size_t *hi) {
+#ifdef _OPENMP
+    size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+#else
+    size_t nt = 1, id = 0;
+#endif
+    size_t per = (n + nt - 1) / nt;
+    *lo = id * per < n ? id * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+void ops_init_threads(int threads) {
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    openblas_set_num_threads(1);
+}
+
 void matmul_forward(float *out, const float *inp, const float *w,
                     const float *bias, size_t N, int IC, int OC) {
     // out = inp · wᵀ (+ bias broadcast over rows)
-    float beta = 0.0f;
-    if (bias) {
-        for (size_t i = 0; i < N; i++) memcpy(out + i * OC, bias, sizeof(float) * OC);
-        beta = 1.0f;
+#pragma omp parallel
+    {
+        size_t lo, hi;
+        block_range(N, &lo, &hi);
+        float beta = 0.0f;
+        if (bias) {
+            for (size_t i = lo; i < hi; i++) memcpy(out + i * OC, bias, sizeof(float) * OC);
+            beta = 1.0f;
+        }
+        if (hi > lo)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), OC, IC, 1.0f,
+                        inp + lo * IC, IC, w, IC, beta, out + lo * OC, OC);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, OC, IC, 1.0f,
-                inp, IC, w, IC, beta, out, OC);
 }
 
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
                      const float *inp, const float *w, size_t N, int IC, int OC) {
     // forward: out = inp · wᵀ + bias
-    // dinp += dout · w ; dw += doutᵀ · inp ; dbias += Σ_rows dout
-    if (dinp)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, IC, OC, 1.0f,
-                    dout, OC, w, IC, 1.0f, dinp, IC);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, (int)N, 1.0f,
-                dout, OC, inp, IC, 1.0f, dw, IC);
-    if (dbias) {
-#pragma omp parallel for schedule(static)
-        for (int o = 0; o < OC; o++) {
-            float s = 0.0f;
-            for (size_t i = 0; i < N; i++) s += dout[i * OC + o];
-            dbias[o] += s;
+    // dinp += dout · w       (row blocks of dinp)
+    // dw   += doutᵀ · inp    (row blocks of dw: each thread owns some outputs)
+    // dbias += Σ_rows dout
+#pragma omp parallel
+    {
+        size_t lo, hi;
+        if (dinp) {
+            block_range(N, &lo, &hi);
+            if (hi > lo)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), IC, OC, 1.0f,
+                            dout + lo * OC, OC, w, IC, 1.0f, dinp + lo * IC, IC);
         }
+        block_range((size_t)OC, &lo, &hi);
+        if (hi > lo)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), IC, (int)N, 1.0f,
+                        dout + lo, OC, inp, IC, 1.0f, dw + lo * IC, IC);
+        if (dbias)
+            for (size_t o = lo; o < hi; o++) {
+                float s = 0.0f;
+                for (size_t i = 0; i < N; i++) s += dout[i * OC + o];
+                dbias[o] += s;
+            }
     }
 }
 

@@ -5,6 +5,10 @@
 
 #include <stddef.h>
 
+// Sets the OpenMP thread count and holds OpenBLAS to one thread: every
+// parallel loop in pelab is OpenMP's.
+void ops_init_threads(int threads);
+
 // LayerNorm over the last dim, eps 1e-5.
 // out (N, C), mean (N), rstd (N), inp (N, C), w (C), b (C)
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,

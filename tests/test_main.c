@@ -8,6 +8,7 @@
 #include <omp.h>
 #endif
 
+#include "../model/ops.h"
 #include "test.h"
 
 const char *const test_encodings[] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5", "xl", "shaw",
@@ -61,10 +62,7 @@ int run_tests(const test_case *tests, int n, int *passed, int *failed, const cha
 
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
-#ifdef _OPENMP
-    omp_set_num_threads(2);
-#endif
-    openblas_set_num_threads(2);
+    ops_init_threads(2);
     int passed = 0, failed = 0;
     run_tests(grad_tests, n_grad_tests, &passed, &failed, filter);
     run_tests(prop_tests, n_prop_tests, &passed, &failed, filter);
