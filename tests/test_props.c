@@ -1,0 +1,472 @@
+// test_props.c — properties the papers promise, and the trainer's own
+// guarantees (determinism, the AdamW update, the cats corpus).
+#include <stdlib.h>
+#include <string.h>
+
+#include "../data/data.h"
+#include "../model/attn.h"
+#include "../model/eval.h"
+#include "../model/ops.h"
+#include "test.h"
+
+void alibi_slopes(int H, float *out);
+int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance);
+void rope_frequencies(const model_config *c, int scale, float s, float *theta, float *pos_mul, float *mscale);
+
+static float max_abs_diff(const float *a, const float *b, size_t n) {
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        m = d > m ? d : m;
+    }
+    return m;
+}
+
+// A causal model's logits at t do not change when tokens after t change.
+static int test_causal_future_invariance(void) {
+    int fails = 0, B = 1, T = ATTN_CHUNK + 10, t_cut = 40;
+    for (int e = 0; e < n_test_encodings; e++) {
+        model_config cfg;
+        test_tiny_config(&cfg, test_encodings[e], 1);
+        model_t m;
+        model_create(&m, &cfg);
+        test_randomise_weights(&m, 5);
+        model_acts a;
+        model_acts_alloc(&a, &m, B, T, 0);
+        int tok[T], tok2[T], tgt[T], seg[T];
+        test_random_batch(B, T, cfg.vocab, 1, 9, tok, tgt, seg);
+        memcpy(tok2, tok, sizeof tok);
+        for (int t = t_cut + 1; t < T; t++) tok2[t] = (tok[t] + 1 + t) % cfg.vocab;
+        size_t n = (size_t)(t_cut + 1) * cfg.vocab;
+        float *before = malloc(sizeof(float) * n);
+        model_forward(&m, &a, tok, NULL, NULL);
+        memcpy(before, a.logits, sizeof(float) * n);
+        model_forward(&m, &a, tok2, NULL, NULL);
+        float d = max_abs_diff(before, a.logits, n);
+        EXPECT(d <= 1e-6f, "pe=%s: logits at t <= %d moved by %g when later tokens changed", test_encodings[e], t_cut, d);
+        // and they do change after the cut, or the test would prove nothing
+        float *later = malloc(sizeof(float) * cfg.vocab);
+        memcpy(later, a.logits + n, sizeof(float) * cfg.vocab);
+        model_forward(&m, &a, tok, NULL, NULL);
+        float moved = max_abs_diff(later, a.logits + n, cfg.vocab);
+        EXPECT(moved > 1e-5f, "pe=%s: logits after the cut should change (moved %g)", test_encodings[e], moved);
+        free(later);
+        free(before);
+        model_acts_free(&a);
+        model_free(&m);
+    }
+    return fails;
+}
+
+// NoPE with bidirectional attention is permutation-equivariant.
+static int test_nope_bidir_permutation(void) {
+    int fails = 0, T = 37;
+    model_config cfg;
+    test_tiny_config(&cfg, "none", 0);
+    model_t m;
+    model_create(&m, &cfg);
+    test_randomise_weights(&m, 6);
+    model_acts a;
+    model_acts_alloc(&a, &m, 1, T, 0);
+    int tok[T], ptok[T], perm[T], tgt[T], seg[T];
+    test_random_batch(1, T, cfg.vocab, 1, 10, tok, tgt, seg);
+    rng_t r = {77};
+    for (int t = 0; t < T; t++) perm[t] = t;
+    for (int t = T - 1; t > 0; t--) {
+        int k = (int)rng_below(&r, t + 1), x = perm[t];
+        perm[t] = perm[k], perm[k] = x;
+    }
+    for (int t = 0; t < T; t++) ptok[t] = tok[perm[t]];
+    int V = cfg.vocab;
+    float *orig = malloc(sizeof(float) * T * V);
+    model_forward(&m, &a, tok, NULL, seg);
+    memcpy(orig, a.logits, sizeof(float) * T * V);
+    model_forward(&m, &a, ptok, NULL, seg);
+    float worst = 0.0f;
+    for (int t = 0; t < T; t++) {
+        float d = max_abs_diff(a.logits + (size_t)t * V, orig + (size_t)perm[t] * V, V);
+        worst = d > worst ? d : worst;
+    }
+    EXPECT(worst <= 1e-5f, "permuted outputs differ from the permuted inputs' outputs by %g", worst);
+    // with a position encoding the same check must fail, or it tests nothing
+    model_t m2;
+    test_tiny_config(&cfg, "rope", 0);
+    model_create(&m2, &cfg);
+    test_randomise_weights(&m2, 6);
+    model_acts a2;
+    model_acts_alloc(&a2, &m2, 1, T, 0);
+    model_forward(&m2, &a2, tok, NULL, seg);
+    memcpy(orig, a2.logits, sizeof(float) * T * V);
+    model_forward(&m2, &a2, ptok, NULL, seg);
+    float worst2 = 0.0f;
+    for (int t = 0; t < T; t++) {
+        float d = max_abs_diff(a2.logits + (size_t)t * V, orig + (size_t)perm[t] * V, V);
+        worst2 = d > worst2 ? d : worst2;
+    }
+    EXPECT(worst2 > 1e-3f, "rope should break permutation equivariance (diff %g)", worst2);
+    free(orig);
+    model_acts_free(&a);
+    model_acts_free(&a2);
+    model_free(&m);
+    model_free(&m2);
+    return fails;
+}
+
+// The order probe with NoPE bidir: both orders give the same prediction, for
+// any weights.
+static int test_nope_bidir_probe_symmetric(void) {
+    int fails = 0;
+    data_t d;
+    data_open(&d, "cats", 0, 3);
+    model_config cfg;
+    test_tiny_config(&cfg, "none", 0);
+    cfg.vocab = d.vocab, cfg.d_model = 16;
+    model_t m;
+    model_create(&m, &cfg);
+    test_randomise_weights(&m, 8);
+    cats_example probe[CATS_PROBE_MAX];
+    int n = cats_probe(&d, probe), preds[CATS_PROBE_MAX];
+    EXPECT(n == CATS_PROBE_MAX, "probe has %d items, expected %d", n, CATS_PROBE_MAX);
+    eval_probe_predictions(&m, &d, probe, n, preds);
+    int same = 0, subj_answers = 0;
+    for (int i = 0; i + 1 < n; i += 2) {
+        same += preds[i] == preds[i + 1];
+        // balanced: the pair's answers are the two different nouns
+        EXPECT(probe[i].answer != probe[i + 1].answer, "probe pair %d has equal answers", i);
+        subj_answers += probe[i].answer == probe[i].tokens[1];
+    }
+    EXPECT(same == n / 2, "NoPE bidir gave different predictions for the two orders in %d of %d pairs", n / 2 - same, n / 2);
+    EXPECT(subj_answers == n / 4, "half the questions should ask for the subject (%d of %d)", subj_answers, n / 2);
+    int nacc;
+    double acc = eval_order(&m, &d, &nacc);
+    EXPECT(acc <= 0.5 + 1e-9, "NoPE bidir probe accuracy %g exceeds one half", acc);
+    model_free(&m);
+    data_close(&d);
+    return fails;
+}
+
+// The held-out triples never occur in the training stream, in either order.
+static int test_cats_held_out(void) {
+    int fails = 0;
+    for (int causal = 0; causal < 2; causal++) {
+        data_t d;
+        data_open(&d, "cats", causal, 11);
+        int B = 32, T = 64, tok[32 * 64], tgt[32 * 64], seg[32 * 64];
+        int seen = 0;
+        int the = 2, dot = 3;
+        for (int it = 0; it < 200; it++) {
+            data_next_batch(&d, B, T, tok, tgt, seg);
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t + 5 < T; t++) {
+                    const int *w = tok + b * T + t;
+                    if (w[0] != the || w[3] != the || w[5] != dot) continue;
+                    int s = w[1] - cats_noun(0), v = w[2] - cats_verb(0), o = w[4] - cats_noun(0);
+                    if (s < 0 || s >= CATS_NOUNS || o < 0 || o >= CATS_NOUNS || v < 0 || v >= CATS_VERBS) continue;
+                    seen++;
+                    EXPECT(!d.held[s][o][v], "held-out triple (%s %s %s) in training", cats_word(w[1]), cats_word(w[2]), cats_word(w[4]));
+                    if (fails > 3) return fails;
+                }
+        }
+        EXPECT(seen > 10000, "only %d sentences parsed", seen);
+        int held = 0;
+        for (int a = 0; a < CATS_NOUNS; a++)
+            for (int b = 0; b < CATS_NOUNS; b++)
+                for (int v = 0; v < CATS_VERBS; v++) held += d.held[a][b][v];
+        EXPECT(held == 2 * CATS_HELD_OUT, "held-out table has %d ordered triples, expected %d", held, 2 * CATS_HELD_OUT);
+        data_close(&d);
+    }
+    return fails;
+}
+
+// Bidirectional cats rows: only the [MASK]ed answer slots carry targets.
+static int test_cats_bidir_targets(void) {
+    int fails = 0;
+    data_t d;
+    data_open(&d, "cats", 0, 12);
+    int T = 64, tok[8 * 64], tgt[8 * 64], seg[8 * 64];
+    data_next_batch(&d, 8, T, tok, tgt, seg);
+    for (int i = 0; i < 8 * T; i++) {
+        if (tgt[i] >= 0) EXPECT(tok[i] == d.mask_token, "target at a non-mask position %d", i);
+        if (tok[i] == d.mask_token) EXPECT(tgt[i] >= 0, "mask without a target at %d", i);
+    }
+    data_close(&d);
+    return fails;
+}
+
+// One AdamW step equals a hand computation in double.
+static int test_adamw_step(void) {
+    int fails = 0;
+    model_config cfg;
+    test_tiny_config(&cfg, "learned", 1);
+    model_t m;
+    model_create(&m, &cfg);
+    test_randomise_weights(&m, 13);
+    size_t n = m.tab.total;
+    rng_t r = {99};
+    for (size_t i = 0; i < n; i++) {
+        m.grads[i] = 0.01f * rng_normal(&r);
+        m.m[i] = 0.001f * rng_normal(&r);
+        m.v[i] = 1e-5f * rng_uniform(&r);
+    }
+    double *p0 = malloc(sizeof(double) * n), *g0 = malloc(sizeof(double) * n), *m0 = malloc(sizeof(double) * n), *v0 = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) p0[i] = m.params[i], g0[i] = m.grads[i], m0[i] = m.m[i], v0[i] = m.v[i];
+    double sq = 0.0;
+    for (size_t i = 0; i < n; i++) sq += g0[i] * g0[i];
+    double norm = sqrt(sq), clip = 0.05, gs = norm > clip ? clip / (norm + 1e-6) : 1.0;
+    EXPECT(norm > clip, "the test gradient should be clipped (norm %g)", norm);
+    adamw_hparams hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    long t = 3;
+    model_adamw_step(&m, &hp, (float)clip, t);
+    double worst = 0.0;
+    for (int k = 0; k < m.tab.n; k++) {
+        const tensor_info *ti = &m.tab.t[k];
+        for (size_t j = 0; j < ti->size; j++) {
+            size_t i = ti->offset + j;
+            double g = g0[i] * gs;
+            double mm = 0.9 * m0[i] + 0.1 * g, vv = 0.95 * v0[i] + 0.05 * g * g;
+            double mh = mm / (1 - pow(0.9, t)), vh = vv / (1 - pow(0.95, t));
+            double p = p0[i] * (1 - 1e-2 * (ti->decay ? 0.1 : 0.0)) - 1e-2 * mh / (sqrt(vh) + 1e-8);
+            double d = fabs(p - m.params[i]) / (1e-3 + fabs(p));
+            worst = d > worst ? d : worst;
+        }
+    }
+    EXPECT(worst < 1e-5, "AdamW update differs from the hand computation by %g (relative)", worst);
+    // schedule: warmup then cosine to lr/10 at the last step
+    EXPECT(fabsf(lr_schedule(1.0f, 10, 0, 100) - 0.1f) < 1e-6f, "warmup step 0");
+    EXPECT(fabsf(lr_schedule(1.0f, 10, 9, 100) - 1.0f) < 1e-6f, "end of warmup");
+    EXPECT(fabsf(lr_schedule(1.0f, 10, 99, 100) - 0.1f) < 1e-6f, "last step is lr/10");
+    EXPECT(fabsf(lr_schedule(1.0f, 10, 55, 101) - 0.55f) < 1e-3f, "cosine midpoint");
+    free(p0), free(g0), free(m0), free(v0);
+    model_free(&m);
+    return fails;
+}
+
+// Trains a small model for `steps` and returns the losses; used twice below.
+static void short_run(const char *pe, int causal, int steps, unsigned long long seed, double *losses) {
+    data_t d;
+    data_open(&d, "cats", causal, seed);
+    model_config cfg;
+    test_tiny_config(&cfg, pe, causal);
+    cfg.vocab = d.vocab, cfg.d_model = 32, cfg.heads = 4, cfg.ctx = 32;
+    model_t m;
+    model_create(&m, &cfg);
+    model_init_weights(&m, seed);
+    model_acts a;
+    int B = 8, T = 32;
+    model_acts_alloc(&a, &m, B, T, 1);
+    int tok[8 * 32], tgt[8 * 32], seg[8 * 32];
+    adamw_hparams hp = {3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    for (int s = 0; s < steps; s++) {
+        data_next_batch(&d, B, T, tok, tgt, seg);
+        losses[s] = model_forward(&m, &a, tok, tgt, seg);
+        model_zero_grad(&m);
+        model_backward(&m, &a, tok, tgt, seg);
+        hp.lr = lr_schedule(3e-3f, 10, s, steps);
+        model_adamw_step(&m, &hp, 1.0f, s + 1);
+    }
+    model_acts_free(&a);
+    model_free(&m);
+    data_close(&d);
+}
+
+static int test_same_seed_same_losses(void) {
+    int fails = 0;
+    double a[20], b[20], c[20];
+    short_run("shaw", 1, 20, 5, a);
+    short_run("shaw", 1, 20, 5, b);
+    short_run("shaw", 1, 20, 6, c);
+    EXPECT(memcmp(a, b, sizeof a) == 0, "same seed, different losses (%.9g vs %.9g at the end)", a[19], b[19]);
+    EXPECT(memcmp(a, c, sizeof a) != 0, "different seeds gave identical losses");
+    return fails;
+}
+
+static int test_end_to_end_loss_falls(void) {
+    int fails = 0;
+    double l[150];
+    short_run("rope", 1, 150, 2, l);
+    EXPECT(l[149] < 0.5 * l[0], "loss went from %.4f to %.4f; expected below half", l[0], l[149]);
+    printf("    cats causal rope: loss %.4f -> %.4f in 150 steps\n", l[0], l[149]);
+    return fails;
+}
+
+// RoPE: q̃_i·k̃_j is unchanged when both positions shift by the same amount.
+static int test_rope_relative(void) {
+    int fails = 0;
+    model_config cfg;
+    test_tiny_config(&cfg, "rope", 1);
+    model_t m;
+    model_create(&m, &cfg);
+    int T = 200, C = cfg.d_model, hs = C / cfg.heads;
+    float *qkv = calloc((size_t)T * 3 * C, sizeof(float));
+    rng_t r = {4};
+    float q[8], k[8];
+    for (int e = 0; e < C; e++) q[e] = rng_normal(&r), k[e] = rng_normal(&r);
+    int pairs[][2] = {{5, 2}, {105, 102}, {190, 187}, {3, 9}, {150, 156}};
+    for (int p = 0; p < 5; p++) {
+        memcpy(qkv + (size_t)pairs[p][0] * 3 * C, q, sizeof q);
+        memcpy(qkv + (size_t)pairs[p][1] * 3 * C + C, k, sizeof k);
+    }
+    m.pe_rel.ops->qk_forward(&m.pe_rel, qkv, 1, T);
+    double dots[5];
+    for (int p = 0; p < 5; p++) {
+        const float *qi = qkv + (size_t)pairs[p][0] * 3 * C, *kj = qkv + (size_t)pairs[p][1] * 3 * C + C;
+        dots[p] = 0;
+        for (int e = 0; e < hs; e++) dots[p] += qi[e] * kj[e];
+    }
+    EXPECT(fabs(dots[0] - dots[1]) < 1e-4 && fabs(dots[0] - dots[2]) < 1e-4, "i-j=3: %g %g %g", dots[0], dots[1], dots[2]);
+    EXPECT(fabs(dots[3] - dots[4]) < 1e-4, "i-j=-6: %g %g", dots[3], dots[4]);
+    EXPECT(fabs(dots[0] - dots[3]) > 1e-3, "different distances should give different scores");
+    free(qkv);
+    model_free(&m);
+    return fails;
+}
+
+static int test_alibi_slopes(void) {
+    int fails = 0;
+    float s[16];
+    alibi_slopes(8, s);
+    for (int h = 0; h < 8; h++) EXPECT(s[h] == 1.0f / (float)(2 << h), "8 heads: slope %d is %g", h, s[h]);
+    alibi_slopes(6, s);
+    float six[6] = {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f};
+    for (int h = 0; h < 6; h++) EXPECT(fabsf(s[h] - six[h]) < 1e-7f, "6 heads: slope %d is %g, expected %g", h, s[h], six[h]);
+    alibi_slopes(12, s);
+    for (int h = 0; h < 8; h++) EXPECT(fabsf(s[h] - powf(2.0f, -(h + 1))) < 1e-7f, "12 heads: slope %d", h);
+    for (int h = 0; h < 4; h++) EXPECT(fabsf(s[8 + h] - powf(2.0f, -0.5f - h)) < 1e-7f, "12 heads: slope %d is %g", 8 + h, s[8 + h]);
+    return fails;
+}
+
+static int test_t5_buckets(void) {
+    int fails = 0;
+    for (int n = 0; n < 16; n++) EXPECT(t5_bucket(n, 0, 32, 128) == n, "causal distance %d", n);
+    EXPECT(t5_bucket(112, 0, 32, 128) == 30, "distance 112 -> %d", t5_bucket(112, 0, 32, 128));
+    EXPECT(t5_bucket(113, 0, 32, 128) == 31, "the last bucket starts at 113 (got %d)", t5_bucket(113, 0, 32, 128));
+    EXPECT(t5_bucket(5000, 0, 32, 128) == 31, "far distances share the last bucket");
+    EXPECT(t5_bucket(-5, 0, 32, 128) == 0, "causal future clamps to 0");
+    for (int n = 1; n < 300; n++) {
+        EXPECT(t5_bucket(-n, 1, 32, 128) >= 16, "bidir future distance %d in bucket %d", n, t5_bucket(-n, 1, 32, 128));
+        EXPECT(t5_bucket(n, 1, 32, 128) < 16, "bidir past distance %d in bucket %d", n, t5_bucket(n, 1, 32, 128));
+    }
+    for (int n = 1; n < 300; n++) EXPECT(t5_bucket(n, 0, 32, 128) >= t5_bucket(n - 1, 0, 32, 128), "monotone at %d", n);
+    return fails;
+}
+
+// XL: the gathered fast form equals s_ij = (q_i+u)·k_j + (q_i+v)·(W_R r_(i−j)) directly.
+static int test_xl_fast_equals_direct(void) {
+    int fails = 0;
+    for (int clip = 0; clip <= 5; clip += 5) {
+        model_config cfg;
+        test_tiny_config(&cfg, "xl", 0);
+        cfg.rel_clip = clip;
+        model_t m;
+        model_create(&m, &cfg);
+        test_randomise_weights(&m, 17);
+        int T = ATTN_CHUNK + 9, C = cfg.d_model, H = cfg.heads, hs = C / H, ld = 3 * C;
+        float *qkv = malloc(sizeof(float) * T * 3 * C), *S = malloc(sizeof(float) * T * T);
+        rng_t r = {3};
+        for (int i = 0; i < T * 3 * C; i++) qkv[i] = rng_normal(&r);
+        pe_t *pe = &m.pe_rel;
+        pe->ops->layer_begin(pe, m.params, 1, T);
+        const float *WR = m.params + pe->off[0] + (size_t)C * C, *u = m.params + pe->off[1] + C, *v = m.params + pe->off[2] + C;
+        double worst = 0;
+        for (int h = 0; h < H; h++) {
+            memset(S, 0, sizeof(float) * T * T);
+            for (int i0 = 0; i0 < T; i0 += ATTN_CHUNK) {
+                int nq = T - i0 < ATTN_CHUNK ? T - i0 : ATTN_CHUNK;
+                pe->ops->score_forward(pe, m.params, 1, h, qkv + (size_t)i0 * ld + h * hs, qkv + C + h * hs, ld, i0, nq, T,
+                                       S + (size_t)i0 * T, T);
+            }
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++) {
+                    int dlt = i - j;
+                    if (clip) dlt = dlt > clip ? clip : dlt < -clip ? -clip : dlt;
+                    double rd[8], s = 0;
+                    for (int e = 0; e < C / 2; e++) {
+                        double ang = dlt / pow(10000.0, 2.0 * e / C);
+                        rd[2 * e] = sin(ang), rd[2 * e + 1] = cos(ang);
+                    }
+                    for (int e = 0; e < hs; e++) {
+                        double R = 0;  // (W_R r)_h[e]
+                        for (int f = 0; f < C; f++) R += WR[(size_t)(h * hs + e) * C + f] * rd[f];
+                        double qi = qkv[(size_t)i * ld + h * hs + e], kj = qkv[(size_t)j * ld + C + h * hs + e];
+                        s += (qi + u[h * hs + e]) * kj - qi * kj + (qi + v[h * hs + e]) * R;  // content q·k is attention's own
+                    }
+                    s /= sqrt((double)hs);
+                    double dd = fabs(s - S[(size_t)i * T + j]);
+                    worst = dd > worst ? dd : worst;
+                }
+        }
+        EXPECT(worst < 1e-4, "xl (clip %d): fast and direct differ by %g", clip, worst);
+        free(qkv), free(S);
+        model_free(&m);
+    }
+    return fails;
+}
+
+// PI, NTK and YaRN: identity at factor 1, and their formulas on a hand case.
+static int test_rope_scaling_formulas(void) {
+    int fails = 0;
+    model_config cfg;
+    test_tiny_config(&cfg, "rope", 1);
+    cfg.d_model = 16, cfg.heads = 2, cfg.ctx = 64;  // hs 8: θ_m = 10000^(−m/4)
+    float th0[4], th[4], pm, ms;
+    rope_frequencies(&cfg, ROPE_SCALE_NONE, 1.0f, th0, &pm, &ms);
+    for (int k = ROPE_SCALE_PI; k <= ROPE_SCALE_YARN; k++) {
+        rope_frequencies(&cfg, k, 1.0f, th, &pm, &ms);
+        for (int i = 0; i < 4; i++) EXPECT(fabsf(th[i] - th0[i]) < 1e-7f * th0[i] + 1e-12f, "scale %d at factor 1 moved θ_%d", k, i);
+        EXPECT(pm == 1.0f && ms == 1.0f, "scale %d at factor 1: pos %g mscale %g", k, pm, ms);
+    }
+    rope_frequencies(&cfg, ROPE_SCALE_PI, 4.0f, th, &pm, &ms);
+    EXPECT(pm == 0.25f, "PI divides positions by s");
+    rope_frequencies(&cfg, ROPE_SCALE_NTK, 4.0f, th, &pm, &ms);
+    double base = 10000.0 * pow(4.0, 8.0 / 6.0);
+    for (int i = 0; i < 4; i++) EXPECT(fabs(th[i] - pow(base, -2.0 * i / 8)) < 1e-6 * pow(base, -2.0 * i / 8), "NTK θ_%d", i);
+    rope_frequencies(&cfg, ROPE_SCALE_YARN, 4.0f, th, &pm, &ms);
+    for (int i = 0; i < 4; i++) {
+        double t = pow(10000.0, -2.0 * i / 8), r = 64 * t / (2 * M_PI), g = (r - 1) / 31;
+        g = g < 0 ? 0 : g > 1 ? 1 : g;
+        double want = (1 - g) * t / 4 + g * t;
+        EXPECT(fabs(th[i] - want) < 1e-6 * want, "YaRN θ_%d = %g, expected %g", i, th[i], want);
+    }
+    double k = 0.1 * log(4.0) + 1;
+    EXPECT(fabs(ms - k * k) < 1e-6, "YaRN logit scale %g, expected %g", ms, k * k);
+    return fails;
+}
+
+// learned: lengths past the training ctx are refused one by one.
+static int test_learned_refuses_long_eval(void) {
+    int fails = 0;
+    data_t d;
+    data_open(&d, "cats", 1, 1);
+    model_config cfg;
+    test_tiny_config(&cfg, "learned", 1);
+    cfg.vocab = d.vocab, cfg.ctx = 32;
+    model_t m;
+    model_create(&m, &cfg);
+    model_init_weights(&m, 1);
+    eval_result r;
+    eval_perplexity(&m, &d, 64, 256, &r);
+    EXPECT(!r.ok && strstr(r.err, "learned"), "ctx 64 > 32 should be refused (ok=%d, '%s')", r.ok, r.err);
+    eval_perplexity(&m, &d, 32, 256, &r);
+    EXPECT(r.ok && r.ppl > 1.0, "ctx 32 should evaluate (ok=%d)", r.ok);
+    model_free(&m);
+    data_close(&d);
+    return fails;
+}
+
+const test_case prop_tests[] = {
+    {"prop/causal_logits_ignore_future_every_encoding", test_causal_future_invariance},
+    {"prop/nope_bidir_permutation_equivariant", test_nope_bidir_permutation},
+    {"prop/nope_bidir_probe_orders_identical", test_nope_bidir_probe_symmetric},
+    {"prop/cats_held_out_never_trained", test_cats_held_out},
+    {"prop/cats_bidir_targets_only_at_masks", test_cats_bidir_targets},
+    {"prop/adamw_matches_hand_computation", test_adamw_step},
+    {"prop/same_seed_bit_identical", test_same_seed_same_losses},
+    {"prop/end_to_end_loss_falls", test_end_to_end_loss_falls},
+    {"prop/rope_scores_depend_on_i_minus_j", test_rope_relative},
+    {"prop/alibi_slopes", test_alibi_slopes},
+    {"prop/t5_buckets", test_t5_buckets},
+    {"prop/xl_fast_equals_direct", test_xl_fast_equals_direct},
+    {"prop/rope_scaling_formulas", test_rope_scaling_formulas},
+    {"prop/learned_refuses_long_eval", test_learned_refuses_long_eval},
+};
+const int n_prop_tests = sizeof prop_tests / sizeof prop_tests[0];
