@@ -207,6 +207,7 @@ static void parse_options(options *o, int argc, char **argv) {
     if (optind < argc) die_usage("unexpected argument '%s' (options start with --)", argv[optind]);
     if (o->load && o->resume) die_usage("--load and --resume cannot be combined: --load evaluates, --resume trains on");
     if (o->rope_factor > 0 && !o->rope_scale) die_usage("--rope-factor needs --rope-scale pi, ntk or yarn");
+    if (o->sample && !o->causal && !o->load) die_usage("--sample needs a causal model (--attn causal)");
 }
 
 static void set_defaults(options *o) {

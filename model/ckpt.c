@@ -141,7 +141,10 @@ int ckpt_load(const char *path, model_t *m, train_state *st, int with_optimizer,
     FILE *f = fopen(path, "rb");
     if (!f) return load_fail(NULL, err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno));
     unsigned char header[HEADER_BYTES];
-    if (fread(header, 1, HEADER_BYTES, f) != HEADER_BYTES)
+    size_t got = fread(header, 1, HEADER_BYTES, f);
+    if (got >= 8 && memcmp(header, MAGIC, 8) != 0)
+        return load_fail(f, err, errlen, "'%s' is not a pelab checkpoint (bad magic)", path);
+    if (got != HEADER_BYTES)
         return load_fail(f, err, errlen, "checkpoint '%s' is truncated: shorter than its %d-byte header", path, HEADER_BYTES);
     const unsigned char *r = header;
     char magic[8];

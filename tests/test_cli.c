@@ -1,3 +1,289 @@
+// test_cli.c — the command line as a user meets it: every bad option, value,
+// combination or file exits with status 2 (usage) or 1 (runtime), names the
+// problem on stderr, and is never killed by a signal; and the good paths
+// (resume, load, json, refusal per length) do what the README says.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "test.h"
-const test_case cli_tests[] = {{0,0}};
-const int n_cli_tests = 0;
+
+static char tmpdir[64];
+static char out_buf[1 << 16], err_buf[1 << 16];
+
+static const char *tmp_path(const char *name) {
+    static char bufs[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(bufs[k], sizeof bufs[k], "%s/%s", tmpdir, name);
+    return bufs[k];
+}
+
+static void ensure_tmpdir(void) {
+    if (tmpdir[0]) return;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/pelab-test-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+static void slurp(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+}
+
+// Runs ./train with the space-separated args ("{T}" stands for the temp
+// dir); returns the raw wait status; stdout and stderr land in the buffers.
+static int run_train(const char *args) {
+    ensure_tmpdir();
+    char line[2048], expanded[2048] = "";
+    snprintf(line, sizeof line, "%s", args);
+    for (char *p = line; *p;) {
+        char *hit = strstr(p, "{T}");
+        if (!hit) {
+            strncat(expanded, p, sizeof expanded - strlen(expanded) - 1);
+            break;
+        }
+        *hit = '\0';
+        strncat(expanded, p, sizeof expanded - strlen(expanded) - 1);
+        strncat(expanded, tmpdir, sizeof expanded - strlen(expanded) - 1);
+        p = hit + 3;
+    }
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = "./train";
+    for (char *tok = strtok(expanded, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    argv[argc] = NULL;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(tmp_path("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(tmp_path("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1), dup2(e, 2);
+        execv("./train", argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    slurp(tmp_path("stdout"), out_buf, sizeof out_buf);
+    slurp(tmp_path("stderr"), err_buf, sizeof err_buf);
+    return status;
+}
+
+#define SMALL "--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --quiet --threads 2"
+
+typedef struct {
+    const char *args;
+    int code;            // expected exit status
+    const char *names;   // stderr must contain this
+} bad_case;
+
+static void write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (n) fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static int test_bad_input_table(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    write_file(tmp_path("empty.txt"), "", 0);
+    write_file(tmp_path("short.txt"), "hello world", 11);
+    write_file(tmp_path("garbage.ck"), "this is not a checkpoint at all", 31);
+    mkdir(tmp_path("adir"), 0755);
+    // a good checkpoint, then damaged copies of it
+    int st = run_train(SMALL " --steps 3 --save {T}/good.ck");
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "making a checkpoint failed: %s", err_buf);
+    FILE *f = fopen(tmp_path("good.ck"), "rb");
+    static unsigned char ck[1 << 22];
+    size_t n = f ? fread(ck, 1, sizeof ck, f) : 0;
+    if (f) fclose(f);
+    EXPECT(n > 1000, "checkpoint has %zu bytes", n);
+    write_file(tmp_path("trunc.ck"), ck, n / 2);
+    write_file(tmp_path("header.ck"), ck, 40);
+    ck[n / 2] ^= 0x10;
+    write_file(tmp_path("flip.ck"), ck, n);
+    ck[n / 2] ^= 0x10;
+    ck[8] = 99;  // version
+    write_file(tmp_path("version.ck"), ck, n);
+
+    static const bad_case cases[] = {
+        {"--ctx abc", 2, "--ctx"},
+        {"--ctx 0", 2, "--ctx"},
+        {"--ctx -5", 2, "--ctx"},
+        {"--ctx 8", 2, "--ctx"},
+        {"--steps x", 2, "--steps"},
+        {"--lr nan", 2, "--lr"},
+        {"--lr -1", 2, "--lr"},
+        {"--lr 1e-3x", 2, "--lr"},
+        {"--pe foo", 2, "foo"},
+        {"--pe learned+sinusoidal", 2, "absolute"},
+        {"--pe rope+alibi", 2, "relative"},
+        {"--pe learned+rope+alibi", 2, "--pe"},
+        {"--pe none+rope", 2, "none"},
+        {"--attn sideways", 2, "--attn"},
+        {"--d-model 64 --heads 3", 2, "divisible"},
+        {"--d-model 0", 2, "--d-model"},
+        {"--layers 0", 2, "--layers"},
+        {"--batch 0", 2, "--batch"},
+        {"--heads 0", 2, "--heads"},
+        {"--pe learned --rope-scale pi", 2, "--rope-scale"},
+        {"--rope-scale bogus", 2, "--rope-scale"},
+        {"--rope-factor 2", 2, "--rope-factor"},
+        {"--rope-factor 0.5 --rope-scale pi", 2, "--rope-factor"},
+        {"--pe rope --d-model 12 --heads 4", 2, "even"},
+        {"--rel-clip 0", 2, "--rel-clip"},
+        {"--t5-buckets 2", 2, "--t5-buckets"},
+        {"--no-such-flag", 2, "--no-such-flag"},
+        {"--ctx", 2, "--ctx"},
+        {"stray", 2, "stray"},
+        {"--eval-ctx 64,,x", 2, "--eval-ctx"},
+        {"--temperature 0", 2, "--temperature"},
+        {"--threads 0", 2, "--threads"},
+        {"--seed -1", 2, "--seed"},
+        {"--warmup -1", 2, "--warmup"},
+        {"--clip -1", 2, "--clip"},
+        {"--sin-scale 0", 2, "--sin-scale"},
+        {"--save-every 5", 2, "--save"},
+        {"--load {T}/good.ck --resume {T}/good.ck", 2, "--load"},
+        {"--attn bidir --sample 5", 2, "--sample"},
+        {"--data {T}/nonexistent.txt", 1, "nonexistent.txt"},
+        {"--data {T}/adir", 1, "directory"},
+        {"--data {T}/empty.txt", 1, "empty"},
+        {"--data {T}/short.txt --ctx 64", 2, "short.txt"},
+        {"--load {T}/missing.ck", 1, "missing.ck"},
+        {"--load {T}/garbage.ck", 1, "not a pelab checkpoint"},
+        {"--load {T}/trunc.ck", 1, "truncated"},
+        {"--load {T}/header.ck", 1, "truncated"},
+        {"--load {T}/flip.ck", 1, "checksum"},
+        {"--load {T}/version.ck", 1, "version"},
+        {"--load {T}/adir", 1, "directory"},
+        {"--resume {T}/garbage.ck", 1, "not a pelab checkpoint"},
+        {"--load {T}/good.ck --data {T}/short.txt", 2, "vocabulary"},
+        {"--steps 2 --save {T}/no/such/dir/x.ck", 1, "x.ck"},
+        {"--steps 2 --json {T}/no/such/dir/x.json", 1, "x.json"},
+    };
+    int ncases = sizeof cases / sizeof cases[0];
+    for (int i = 0; i < ncases; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, SMALL " --steps 2 %s", cases[i].args);
+        int s = run_train(args);
+        if (WIFSIGNALED(s)) {
+            printf("    '%s' was killed by signal %d\n", cases[i].args, WTERMSIG(s));
+            fails++;
+            continue;
+        }
+        int code = WEXITSTATUS(s);
+        EXPECT(code == cases[i].code, "'%s' exited %d, expected %d (stderr: %.200s)", cases[i].args, code, cases[i].code, err_buf);
+        EXPECT(strstr(err_buf, cases[i].names) != NULL, "'%s': stderr does not name '%s': %.300s", cases[i].args, cases[i].names, err_buf);
+    }
+    printf("    %d bad-input cases\n", ncases);
+    return fails;
+}
+
+static int test_help_lists_every_option(void) {
+    int fails = 0;
+    int s = run_train("--help");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--help exit");
+    const char *opts[] = {"--data", "--pe", "--ctx", "--attn", "--d-model", "--layers", "--heads", "--batch", "--steps", "--lr",
+                          "--warmup", "--wd", "--clip", "--seed", "--threads", "--eval-ctx", "--eval-tokens", "--rope-base",
+                          "--rope-scale", "--rope-factor", "--sin-base", "--sin-scale", "--rel-clip", "--t5-buckets",
+                          "--t5-max-distance", "--save", "--save-every", "--load", "--resume", "--json", "--sample",
+                          "--prompt", "--temperature", "--quiet", "--version"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) EXPECT(strstr(out_buf, opts[i]), "--help lacks %s", opts[i]);
+    s = run_train("--version");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "pelab"), "--version");
+    return fails;
+}
+
+static int file_equal(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb) same = 0;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+// A run stopped at step k and resumed ends with the same bytes — weights,
+// moments, data position — as one that never stopped.
+static int test_resume_equals_uninterrupted(void) {
+    int fails = 0;
+    const char *pes[] = {"rope", "learned+shaw"};
+    for (int i = 0; i < 2; i++) {
+        char a[512];
+        snprintf(a, sizeof a, SMALL " --pe %s --steps 24 --save {T}/full.ck", pes[i]);
+        int s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "full run: %s", err_buf);
+        snprintf(a, sizeof a, SMALL " --pe %s --steps 24 --stop-at 10 --save {T}/part.ck", pes[i]);
+        s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "--resume"), "stopped run: %s %s", out_buf, err_buf);
+        EXPECT(!file_equal(tmp_path("full.ck"), tmp_path("part.ck")), "the stopped run should differ before resuming");
+        s = run_train("--quiet --threads 2 --resume {T}/part.ck --save {T}/part.ck");
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resume: %s", err_buf);
+        EXPECT(file_equal(tmp_path("full.ck"), tmp_path("part.ck")), "pe=%s: resumed checkpoint differs from the uninterrupted one", pes[i]);
+    }
+    return fails;
+}
+
+// --load reproduces the trained model's evaluation; --json holds SPEC's keys;
+// a learned model refuses the long length but runs the others.
+static int test_load_json_and_refusal(void) {
+    int fails = 0;
+    int s = run_train(SMALL " --pe learned --steps 5 --save {T}/l.ck --eval-ctx 16,32 --json {T}/r.json");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "training run exit %d: %s", WEXITSTATUS(s), err_buf);
+    EXPECT(strstr(out_buf, "eval ctx=16 loss="), "no eval line: %s", out_buf);
+    EXPECT(strstr(out_buf, "order_acc="), "no order_acc line: %s", out_buf);
+    EXPECT(strstr(err_buf, "ctx=32") && strstr(err_buf, "learned"), "ctx 32 refusal not explained: %s", err_buf);
+    char first[256] = "";
+    const char *line = strstr(out_buf, "eval ctx=16");
+    if (line) sscanf(line, "%255[^\n]", first);
+    static char json[1 << 14];
+    slurp(tmp_path("r.json"), json, sizeof json);
+    const char *keys[] = {"\"config\"", "\"params\"", "\"train\"", "\"steps\"", "\"final_loss\"", "\"tokens_per_s\"",
+                          "\"seconds\"", "\"eval\"", "\"ctx\"", "\"loss\"", "\"ppl\"", "\"order\"", "\"acc\"", "\"n\""};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) EXPECT(strstr(json, keys[i]), "json lacks %s", keys[i]);
+    s = run_train("--quiet --threads 2 --load {T}/l.ck --eval-ctx 16");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--load exit: %s", err_buf);
+    EXPECT(first[0] && strstr(out_buf, first), "--load gives '%.60s', training gave '%s'", out_buf, first);
+    s = run_train("--quiet --threads 2 --load {T}/l.ck --sample 8 --prompt the");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample: the"), "sampling: %s %s", out_buf, err_buf);
+    return fails;
+}
+
+// A text file: byte-level tokens, causal and bidirectional.
+static int test_text_file(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char text[6000];
+    for (int i = 0; i < 6000; i++) text[i] = "the quick brown fox jumps over the lazy dog\n"[i % 44];
+    write_file(tmp_path("fox.txt"), text, sizeof text);
+    int s = run_train(SMALL " --steps 60 --lr 1e-2 --data {T}/fox.txt");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "text causal: %s", err_buf);
+    double loss = 99;
+    const char *l = strstr(out_buf, "eval ctx=16 loss=");
+    if (l) sscanf(l, "eval ctx=16 loss=%lf", &loss);
+    EXPECT(loss < 2.0, "a periodic text should be learned quickly; loss %g", loss);
+    s = run_train(SMALL " --steps 5 --attn bidir --data {T}/fox.txt");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "eval ctx=16"), "text bidir: %s", err_buf);
+    return fails;
+}
+
+const test_case cli_tests[] = {
+    {"cli/bad_input_table", test_bad_input_table},
+    {"cli/help_lists_every_option", test_help_lists_every_option},
+    {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
+    {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
+    {"cli/text_file", test_text_file},
+};
+const int n_cli_tests = sizeof cli_tests / sizeof cli_tests[0];
