@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""An independent PyTorch reference for pelab's model.
+
+Reads a pelab checkpoint by the byte layout the README documents, builds the
+same model from SPEC's formulas with ordinary PyTorch tensor code (full T x T
+attention, autograd for the gradients), and writes the loss and the gradient
+of every parameter, so the C implementation can be compared against it.
+
+    torch_ref.py CHECKPOINT BATCH OUT [CHECKPOINT BATCH OUT ...]
+
+BATCH: int32 B, T, then tokens (B*T), targets (B*T, -1 = none), seg (B*T).
+OUT:   float64 loss, then float32 gradients in the checkpoint's tensor order.
+"""
+import math
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HEADER = 8 + 4 + 4 + (9 * 4 + 3 * 4 + 32) + (8 + 8 + 4 + 4 + 3 * 4 + 8 + 8 + 512) + 8
+
+
+def read_checkpoint(path):
+    raw = open(path, "rb").read()
+    if raw[:8] != b"PELABCK1":
+        raise SystemExit(f"{path}: not a pelab checkpoint")
+    version, flags = struct.unpack_from("<II", raw, 8)
+    o = 16
+    ints = struct.unpack_from("<9i", raw, o); o += 36
+    floats = struct.unpack_from("<3f", raw, o); o += 12
+    pe = raw[o:o + 32].split(b"\0")[0].decode(); o += 32
+    o += 8 + 8 + 4 + 4 + 12 + 8 + 8 + 512  # training state
+    (n,) = struct.unpack_from("<Q", raw, o); o += 8
+    assert o == HEADER
+    cfg = dict(zip(["vocab", "ctx", "d", "layers", "heads", "causal", "rel_clip", "t5_buckets", "t5_max_distance"], ints))
+    cfg.update(zip(["sin_base", "sin_scale", "rope_base"], floats))
+    cfg["pe"] = pe
+    params = np.frombuffer(raw, dtype="<f4", count=n, offset=HEADER).copy()
+    return cfg, params
+
+
+def layout(cfg):
+    """(name, shape) of every tensor, in the checkpoint's order."""
+    V, C, L, H = cfg["vocab"], cfg["d"], cfg["layers"], cfg["heads"]
+    hs = C // H
+    t = [("wte", (V, C)), ("ln1w", (L, C)), ("ln1b", (L, C)), ("qkvw", (L, 3 * C, C)), ("qkvb", (L, 3 * C)),
+         ("projw", (L, C, C)), ("projb", (L, C)), ("ln2w", (L, C)), ("ln2b", (L, C)), ("fcw", (L, 4 * C, C)),
+         ("fcb", (L, 4 * C)), ("fcprojw", (L, C, 4 * C)), ("fcprojb", (L, C)), ("lnfw", (C,)), ("lnfb", (C,))]
+    absolute, relative = split_pe(cfg["pe"])
+    if absolute == "learned":
+        t.append(("pe_learned", (cfg["ctx"], C)))
+    if relative == "t5":
+        t.append(("pe_t5", (cfg["t5_buckets"], H)))
+    if relative == "xl":
+        t += [("pe_xl_wr", (L, C, C)), ("pe_xl_u", (L, H, hs)), ("pe_xl_v", (L, H, hs))]
+    if relative == "shaw":
+        k = cfg["rel_clip"] if cfg["rel_clip"] > 0 else 16
+        t += [("pe_shaw_k", (L, 2 * k + 1, hs)), ("pe_shaw_v", (L, 2 * k + 1, hs))]
+    return t
+
+
+def split_pe(spec):
+    absolute = relative = None
+    for name in spec.split("+"):
+        if name in ("sinusoidal", "learned"):
+            absolute = name
+        elif name != "none":
+            relative = name
+    return absolute, relative
+
+
+def unpack(cfg, flat):
+    out, o = {}, 0
+    for name, shape in layout(cfg):
+        size = int(np.prod(shape))
+        out[name] = torch.tensor(flat[o:o + size].reshape(shape), requires_grad=True)
+        o += size
+    assert o == len(flat), (o, len(flat))
+    return out
+
+
+def sinusoid(pos, d, base):
+    """(..., d): sin at even channels, cos at odd, frequency base^(-2i/d)."""
+    i = torch.arange(d // 2, dtype=torch.float64)
+    ang = pos.to(torch.float64)[..., None] / (base ** (2 * i / d))
+    out = torch.stack([torch.sin(ang), torch.cos(ang)], dim=-1)
+    return out.reshape(*pos.shape, d).to(torch.float32)
+
+
+def alibi_slopes(H):
+    def pow2(n):
+        return [2 ** (-8 * h / n) for h in range(1, n + 1)]
+    c = 2 ** int(math.floor(math.log2(H)))
+    s = pow2(c)
+    if c < H:
+        s += pow2(2 * c)[0::2][: H - c]
+    return torch.tensor(s, dtype=torch.float32)
+
+
+def t5_bucket(n, bidirectional, num_buckets, max_distance):
+    ret = 0
+    if bidirectional:
+        num_buckets //= 2
+        if n < 0:
+            ret += num_buckets
+        n = abs(n)
+    else:
+        n = max(n, 0)
+    max_exact = num_buckets // 2
+    if n < max_exact:
+        return ret + n
+    v = max_exact + int(math.log(n / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact))
+    return ret + min(v, num_buckets - 1)
+
+
+def rope(x, base, pos):
+    """x (B, H, T, hs): rotate pairs (2m, 2m+1) by pos * base^(-2m/hs)."""
+    hs = x.shape[-1]
+    theta = base ** (-2 * torch.arange(hs // 2, dtype=torch.float64) / hs)
+    ang = (pos.to(torch.float64)[:, None] * theta[None, :]).to(torch.float32)
+    c, s = torch.cos(ang), torch.sin(ang)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * c - b * s, a * s + b * c], dim=-1).reshape(x.shape)
+
+
+def forward(cfg, P, tokens, targets, seg):
+    B, T = tokens.shape
+    C, L, H = cfg["d"], cfg["layers"], cfg["heads"]
+    hs = C // H
+    causal = bool(cfg["causal"])
+    absolute, relative = split_pe(cfg["pe"])
+    pos = torch.arange(T)
+    x = P["wte"][tokens]
+    if absolute == "sinusoidal":
+        x = x + sinusoid(pos, C, cfg["sin_base"]) * cfg["sin_scale"]
+    if absolute == "learned":
+        x = x + P["pe_learned"][:T]
+    i, j = pos[:, None], pos[None, :]
+    allowed = (seg[:, :, None] == seg[:, None, :])[:, None]
+    if causal:
+        allowed = allowed & (j <= i)
+    for l in range(L):
+        h = F.layer_norm(x, (C,), P["ln1w"][l], P["ln1b"][l], eps=1e-5)
+        qkv = h @ P["qkvw"][l].T + P["qkvb"][l]
+        q, k, v = [t.reshape(B, T, H, hs).transpose(1, 2) for t in qkv.split(C, dim=-1)]
+        if relative == "rope":
+            q, k = rope(q, cfg["rope_base"], pos), rope(k, cfg["rope_base"], pos)
+        if relative == "xl":
+            u, vv = P["pe_xl_u"][l][None, :, None, :], P["pe_xl_v"][l][None, :, None, :]
+            dist = i - j
+            if cfg["rel_clip"] > 0:
+                dist = dist.clamp(-cfg["rel_clip"], cfg["rel_clip"])
+            R = sinusoid(dist, C, 10000.0) @ P["pe_xl_wr"][l].T  # (T, T, C): W_R r_(i-j)
+            R = R.reshape(T, T, H, hs)
+            s = ((q + u) @ k.transpose(-1, -2) + torch.einsum("bhid,ijhd->bhij", q + vv, R)) / math.sqrt(hs)
+        else:
+            s = q @ k.transpose(-1, -2) / math.sqrt(hs)
+        if relative == "alibi":
+            m = alibi_slopes(H)[None, :, None, None]
+            s = s - m * ((i - j) if causal else (i - j).abs()).to(torch.float32)
+        if relative == "t5":
+            bk = torch.tensor([[t5_bucket(a - b, not causal, cfg["t5_buckets"], cfg["t5_max_distance"])
+                                for b in range(T)] for a in range(T)])
+            s = s + P["pe_t5"][bk].permute(2, 0, 1)[None]
+        if relative == "shaw":
+            kc = cfg["rel_clip"] if cfg["rel_clip"] > 0 else 16
+            rel = (j - i).clamp(-kc, kc) + kc
+            s = s + torch.einsum("bhid,ijd->bhij", q, P["pe_shaw_k"][l][rel]) / math.sqrt(hs)
+        s = s.masked_fill(~allowed, float("-inf"))
+        a = torch.softmax(s, dim=-1)
+        y = a @ v
+        if relative == "shaw":
+            y = y + torch.einsum("bhij,ijd->bhid", a, P["pe_shaw_v"][l][rel])
+        y = y.transpose(1, 2).reshape(B, T, C)
+        x = x + y @ P["projw"][l].T + P["projb"][l]
+        h = F.layer_norm(x, (C,), P["ln2w"][l], P["ln2b"][l], eps=1e-5)
+        h = F.gelu(h @ P["fcw"][l].T + P["fcb"][l], approximate="tanh")
+        x = x + h @ P["fcprojw"][l].T + P["fcprojb"][l]
+    x = F.layer_norm(x, (C,), P["lnfw"], P["lnfb"], eps=1e-5)
+    logits = x @ P["wte"].T
+    if targets is None:
+        return logits, None
+    return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-1)
+
+
+def loss_and_grads(ck, batch, out):
+    cfg, flat = read_checkpoint(ck)
+    raw = open(batch, "rb").read()
+    B, T = struct.unpack_from("<2i", raw, 0)
+    arr = np.frombuffer(raw, dtype="<i4", offset=8).reshape(3, B, T)
+    tokens, targets, seg = (torch.tensor(a.astype(np.int64)) for a in arr)
+    P = unpack(cfg, flat)
+    _, loss = forward(cfg, P, tokens, targets, seg)
+    loss.backward()
+    grads = [P[name].grad.reshape(-1) for name, _ in layout(cfg)]
+    with open(out, "wb") as f:
+        f.write(struct.pack("<d", loss.item()))
+        f.write(torch.cat(grads).detach().numpy().astype("<f4").tobytes())
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or len(args) % 3:
+        raise SystemExit(__doc__)
+    torch.set_num_threads(1)
+    for k in range(0, len(args), 3):
+        loss_and_grads(*args[k:k + 3])
+
+
+if __name__ == "__main__":
+    main()
