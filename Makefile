@@ -9,7 +9,7 @@ PKGS = openblas stb
 HAVE_PKGS := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
 ifeq ($(HAVE_PKGS),yes)
 CFLAGS += $(shell pkg-config --cflags $(PKGS))
-LDLIBS += $(shell pkg-config --libs openblas)
+LDLIBS += $(shell pkg-config --libs $(PKGS))
 endif
 
 ifneq ($(NO_OMP),1)
@@ -22,7 +22,7 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 LIB_SRC = model/common.c model/params.c model/ops.c model/attn.c model/model.c model/ckpt.c \
-          model/eval.c model/pe.c $(wildcard model/pe_*.c) data/data.c data/cats.c
+          model/eval.c model/canvas.c model/viz.c model/pe.c $(wildcard model/pe_*.c) data/data.c data/cats.c
 HEADERS = $(wildcard model/*.h data/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 

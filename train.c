@@ -18,6 +18,7 @@
 #include "model/eval.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "model/viz.h"
 
 #define PELAB_VERSION "0.1.0"
 #define MAX_EVAL_CTX 16
@@ -34,7 +35,7 @@ typedef struct {
     long eval_tokens;
     float rope_base, rope_factor, sin_base, sin_scale;
     int rope_scale, rel_clip, t5_buckets, t5_max_distance;
-    const char *save, *load, *resume, *json, *prompt;
+    const char *save, *load, *resume, *json, *prompt, *attn_png;
     long sample;
     int quiet;
     int given_steps;
@@ -83,6 +84,7 @@ static void usage(FILE *f) {
         "  --load FILE          read a model for evaluation or sampling (no training)\n"
         "  --resume FILE        continue a saved run to its --steps (or a new --steps)\n"
         "  --json FILE          write the config and results as one JSON object\n"
+        "  --attn-png FILE      draw the attention weights on a held-out cats sentence, both orders\n"
         "  --sample N           generate N tokens after training (causal only)\n"
         "  --prompt TEXT        start of the sample  [cats: 'the', text: newline]\n"
         "  --temperature X      sampling temperature  [1.0]\n"
@@ -125,7 +127,7 @@ enum {
     O_WD, O_CLIP, O_SEED, O_THREADS, O_EVAL_CTX, O_EVAL_TOKENS, O_ROPE_BASE, O_ROPE_SCALE,
     O_ROPE_FACTOR, O_SIN_BASE, O_SIN_SCALE, O_REL_CLIP, O_T5_BUCKETS, O_T5_MAXD, O_SAVE,
     O_SAVE_EVERY, O_LOAD, O_RESUME, O_JSON, O_SAMPLE, O_PROMPT, O_TEMP, O_QUIET, O_HELP, O_VERSION,
-    O_STOP_AT, O_LOG_EVERY
+    O_STOP_AT, O_LOG_EVERY, O_ATTN_PNG
 };
 
 static void parse_options(options *o, int argc, char **argv) {
@@ -143,7 +145,7 @@ static void parse_options(options *o, int argc, char **argv) {
         {"resume", 1, 0, O_RESUME}, {"json", 1, 0, O_JSON}, {"sample", 1, 0, O_SAMPLE},
         {"prompt", 1, 0, O_PROMPT}, {"temperature", 1, 0, O_TEMP}, {"quiet", 0, 0, O_QUIET},
         {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {"stop-at", 1, 0, O_STOP_AT},
-        {"log-every", 1, 0, O_LOG_EVERY}, {0, 0, 0, 0}};
+        {"log-every", 1, 0, O_LOG_EVERY}, {"attn-png", 1, 0, O_ATTN_PNG}, {0, 0, 0, 0}};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
@@ -192,6 +194,7 @@ static void parse_options(options *o, int argc, char **argv) {
         case O_LOAD: o->load = optarg; break;
         case O_RESUME: o->resume = optarg; break;
         case O_JSON: o->json = optarg; break;
+        case O_ATTN_PNG: o->attn_png = optarg; break;
         case O_SAMPLE: o->sample = parse_long("sample", optarg, 0, 1 << 20); break;
         case O_PROMPT: o->prompt = optarg; break;
         case O_TEMP: o->temperature = parse_float("temperature", optarg, 1e-4, 100.0); break;
@@ -417,6 +420,8 @@ int main(int argc, char **argv) {
     if (o.stop_at && !o.save) die_usage("--stop-at needs --save FILE, or the run would be lost");
     check_writable(o.save, "--save");
     check_writable(o.json, "--json");
+    check_writable(o.attn_png, "--attn-png");
+    if (o.attn_png && d.kind != DATA_CATS) die_usage("--attn-png draws a cats sentence; it needs --data cats");
     if (o.warmup > o.steps && o.steps > 0 && !from) o.warmup = (int)o.steps;
 
     const int B = o.batch, T = o.ctx;
@@ -500,6 +505,10 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
     if (o.json) write_json(o.json, &o, &m, &tr, ev, o.n_eval_ctx, d.kind == DATA_CATS, acc, n_order);
+    if (o.attn_png) {
+        if (viz_attention_png(&m, &d, o.attn_png, err, sizeof err) != 0) die_runtime("%s", err);
+        if (!o.quiet) printf("attention picture: %s\n", o.attn_png);
+    }
     if (o.sample) sample_text(&m, &d, &o);
     data_close(&d);
     model_free(&m);

@@ -1,0 +1,69 @@
+// canvas.c — see canvas.h.
+#include "canvas.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-braces"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <stb_easy_font.h>
+#pragma GCC diagnostic pop
+#include <stb_image_write.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+void canvas_init(canvas *c, int w, int h, rgb bg) {
+    c->w = w, c->h = h;
+    c->px = xmalloc((size_t)w * h * 3);
+    for (size_t i = 0; i < (size_t)w * h; i++) c->px[3 * i] = bg.r, c->px[3 * i + 1] = bg.g, c->px[3 * i + 2] = bg.b;
+}
+
+void canvas_free(canvas *c) {
+    free(c->px);
+    c->px = NULL;
+}
+
+static inline void put(canvas *c, int x, int y, rgb col) {
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h) return;
+    uint8_t *p = c->px + ((size_t)y * c->w + x) * 3;
+    p[0] = col.r, p[1] = col.g, p[2] = col.b;
+}
+
+void canvas_rect(canvas *c, int x, int y, int w, int h, rgb col) {
+    for (int j = y; j < y + h; j++)
+        for (int i = x; i < x + w; i++) put(c, i, j, col);
+}
+
+void canvas_line(canvas *c, int x0, int y0, int x1, int y1, rgb col, int thick) {
+    int dx = abs(x1 - x0), dy = -abs(y1 - y0), sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1, err = dx + dy;
+    for (;;) {
+        canvas_rect(c, x0 - thick / 2, y0 - thick / 2, thick, thick, col);
+        if (x0 == x1 && y0 == y1) break;
+        int e2 = 2 * err;
+        if (e2 >= dy) err += dy, x0 += sx;
+        if (e2 <= dx) err += dx, y0 += sy;
+    }
+}
+
+// stb_easy_font emits axis-aligned quads (4 vertices of 16 bytes: x, y, z
+// floats and a colour) in font pixels; each is filled at the given scale,
+// either upright or turned a quarter turn counter-clockwise.
+static void draw_text(canvas *c, int x, int y, const char *s, int scale, rgb col, int up) {
+    static char buf[65536];
+    int quads = stb_easy_font_print(0, 0, (char *)s, NULL, buf, sizeof buf);
+    for (int q = 0; q < quads; q++) {
+        const float *v0 = (const float *)(buf + q * 64), *v2 = (const float *)(buf + q * 64 + 32);
+        int qx = (int)v0[0], qy = (int)v0[1], qw = (int)(v2[0] - v0[0]), qh = (int)(v2[1] - v0[1]);
+        if (!up) canvas_rect(c, x + qx * scale, y + qy * scale, qw * scale, qh * scale, col);
+        else canvas_rect(c, x + qy * scale, y - (qx + qw) * scale, qh * scale, qw * scale, col);
+    }
+}
+
+void canvas_text(canvas *c, int x, int y, const char *s, int scale, rgb col) { draw_text(c, x, y, s, scale, col, 0); }
+void canvas_text_up(canvas *c, int x, int y, const char *s, int scale, rgb col) { draw_text(c, x, y, s, scale, col, 1); }
+int canvas_text_width(const char *s, int scale) { return stb_easy_font_width((char *)s) * scale; }
+int canvas_text_height(int scale) { return 7 * scale; }
+
+int canvas_save_png(const canvas *c, const char *path) {
+    return stbi_write_png(path, c->w, c->h, 3, c->px, c->w * 3) ? 0 : -1;
+}
