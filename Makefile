@@ -26,7 +26,7 @@ LIB_SRC = model/common.c model/params.c model/ops.c model/attn.c model/model.c m
 HEADERS = $(wildcard model/*.h data/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test deps deps-torch check-deps clean
+.PHONY: all run test bench deps deps-torch check-deps clean
 all: train
 
 check-deps:
@@ -44,6 +44,11 @@ train: $(LIB_SRC) train.c $(HEADERS) | check-deps
 tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
 
+bench: $(LIB_SRC) scripts/bench.c $(HEADERS) | check-deps
+	$(CC) $(CFLAGS) $(LDFLAGS) -o bench-pelab scripts/bench.c $(LIB_SRC) $(LDLIBS)
+	@mkdir -p results
+	./bench-pelab
+
 run: deps
 	$(MAKE) train
 	./train
@@ -53,4 +58,4 @@ test: deps
 	./tests/test_pelab
 
 clean:
-	rm -f train tests/test_pelab
+	rm -f train tests/test_pelab bench-pelab

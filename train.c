@@ -67,9 +67,9 @@ static void usage(FILE *f) {
         "  --t5-max-distance N  T5 largest distinguished distance  [128]\n"
         "training\n"
         "  --batch N            sequences per step  [16]\n"
-        "  --steps N            optimiser steps  [1000]\n"
-        "  --lr X               peak learning rate  [3e-3]\n"
-        "  --warmup N           linear warmup steps  [50]\n"
+        "  --steps N            optimiser steps  [1500]\n"
+        "  --lr X               peak learning rate  [6e-3]\n"
+        "  --warmup N           linear warmup steps  [100]\n"
         "  --wd X               AdamW weight decay on matrices and embeddings  [0.1]\n"
         "  --clip X             gradient clipping at this global norm, 0 = off  [1.0]\n"
         "  --seed N             seed for weights, data and sampling  [1]\n"
@@ -218,7 +218,7 @@ static void set_defaults(options *o) {
     snprintf(o->data, sizeof o->data, "cats");
     snprintf(o->pe, sizeof o->pe, "rope");
     o->ctx = 64, o->causal = 1, o->d_model = 64, o->layers = 2, o->heads = 4, o->batch = 16;
-    o->steps = 1000, o->lr = 3e-3f, o->warmup = 50, o->wd = 0.1f, o->clip = 1.0f, o->seed = 1;
+    o->steps = 1500, o->lr = 6e-3f, o->warmup = 100, o->wd = 0.1f, o->clip = 1.0f, o->seed = 1;
     o->eval_tokens = 16384, o->rope_base = 10000.0f, o->sin_base = 10000.0f;
     o->t5_buckets = 32, o->t5_max_distance = 128, o->temperature = 1.0f;
 }
@@ -368,6 +368,7 @@ static void sample_text(model_t *m, const data_t *d, const options *o) {
 }
 
 int main(int argc, char **argv) {
+    ops_select_blas_kernel(argv);
     options o;
     set_defaults(&o);
     parse_options(&o, argc, argv);

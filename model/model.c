@@ -201,6 +201,9 @@ void model_acts_free(model_acts *a) {
     memset(a, 0, sizeof *a);
 }
 
+double model_prof_seconds[PROF_N];
+int model_prof_enabled;
+
 #define P(m, idx) ((m)->params + (m)->tab.t[(m)->idx].offset)
 #define G(m, idx) ((m)->grads + (m)->tab.t[(m)->idx].offset)
 
@@ -222,7 +225,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     // x = E[tok] + P(t)
     const float *wte = P(m, wte);
     for (size_t i = 0; i < BT; i++) memcpy(a->encoded + i * C, wte + (size_t)tokens[i] * C, sizeof(float) * C);
-    if (m->pe_abs.ops) m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T);
+    if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T));
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
     const float *x = a->encoded;
     for (int l = 0; l < L; l++) {
@@ -231,30 +234,33 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
         float *res2 = a->res2 + s * BTC, *ln2 = a->ln2 + s * BTC, *res3 = a->res3 + s * BTC;
         float *fch = a->fch + s * 4 * BTC, *fch_gelu = a->fch_gelu + s * 4 * BTC;
         float *att = a->training ? a->att + s * (size_t)c->heads * BT * T : NULL;
-        layernorm_forward(ln1, a->ln1_mean + s * BT, a->ln1_rstd + s * BT, x,
-                          P(m, ln1w) + (size_t)l * C, P(m, ln1b) + (size_t)l * C, BT, C);
-        matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C);
-        if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, qkv, B, T);
-        if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, l, T);
+        PROF(PROF_LAYERNORM, layernorm_forward(ln1, a->ln1_mean + s * BT, a->ln1_rstd + s * BT, x,
+                              P(m, ln1w) + (size_t)l * C, P(m, ln1b) + (size_t)l * C, BT, C));
+        PROF(PROF_MATMUL, matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C));
+        if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T));
+        if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, T));
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l};
-        attn_forward(atty, att, qkv, &d, a->scratch);
+        PROF(PROF_ATTENTION, attn_forward(atty, att, qkv, &d, a->scratch));
         // x = x + W_o · MHA(LN1(x)) + b_o
-        matmul_forward(res2, atty, P(m, projw) + (size_t)l * C * C, P(m, projb) + (size_t)l * C, BT, C, C);
-        residual_forward(res2, res2, x, BTC);
+        PROF(PROF_MATMUL, matmul_forward(res2, atty, P(m, projw) + (size_t)l * C * C, P(m, projb) + (size_t)l * C, BT, C, C));
+        PROF(PROF_OTHER, residual_forward(res2, res2, x, BTC));
         // x = x + W_2 · gelu(W_1 · LN2(x) + b_1) + b_2
-        layernorm_forward(ln2, a->ln2_mean + s * BT, a->ln2_rstd + s * BT, res2,
-                          P(m, ln2w) + (size_t)l * C, P(m, ln2b) + (size_t)l * C, BT, C);
-        matmul_forward(fch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, P(m, fcb) + (size_t)l * 4 * C, BT, C, 4 * C);
-        gelu_forward(fch_gelu, fch, 4 * BTC);
-        matmul_forward(res3, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, P(m, fcprojb) + (size_t)l * C, BT, 4 * C, C);
-        residual_forward(res3, res3, res2, BTC);
+        PROF(PROF_LAYERNORM, layernorm_forward(ln2, a->ln2_mean + s * BT, a->ln2_rstd + s * BT, res2,
+                              P(m, ln2w) + (size_t)l * C, P(m, ln2b) + (size_t)l * C, BT, C));
+        PROF(PROF_MATMUL, matmul_forward(fch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, P(m, fcb) + (size_t)l * 4 * C, BT, C, 4 * C));
+        PROF(PROF_GELU, gelu_forward(fch_gelu, fch, 4 * BTC));
+        PROF(PROF_MATMUL, matmul_forward(res3, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, P(m, fcprojb) + (size_t)l * C, BT, 4 * C, C));
+        PROF(PROF_OTHER, residual_forward(res3, res3, res2, BTC));
         x = res3;
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, P(m, lnfw), P(m, lnfb), BT, C);
-    matmul_forward(a->logits, a->lnf, wte, NULL, BT, C, V);  // tied: logits = LN_f(x) · Eᵀ
+    PROF(PROF_LAYERNORM, layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, P(m, lnfw), P(m, lnfb), BT, C));
+    // tied: logits = LN_f(x) · Eᵀ
+    PROF(PROF_MATMUL, matmul_forward(a->logits, a->lnf, wte, NULL, BT, C, V));
     if (!targets) return 0.0;
     size_t count;
-    return crossentropy_forward(a->probs, a->logits, targets, BT, V, &count);
+    double loss;
+    PROF(PROF_CROSSENTROPY, loss = crossentropy_forward(a->probs, a->logits, targets, BT, V, &count));
+    return loss;
 }
 
 void model_backward(model_t *m, model_acts *a, const int *tokens, const int *targets, const int *seg) {
@@ -264,13 +270,13 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     const size_t BT = (size_t)B * T, BTC = BT * C;
     size_t count = 0;
     for (size_t i = 0; i < BT; i++) count += targets[i] >= 0;
-    crossentropy_backward(a->dlogits, a->probs, targets, BT, V, count, 1.0f);
+    PROF(PROF_CROSSENTROPY, crossentropy_backward(a->dlogits, a->probs, targets, BT, V, count, 1.0f));
     // logits = lnf · wteᵀ
     memset(a->dln, 0, sizeof(float) * BTC);
-    matmul_backward(a->dln, G(m, wte), NULL, a->dlogits, a->lnf, P(m, wte), BT, C, V);
+    PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, wte), NULL, a->dlogits, a->lnf, P(m, wte), BT, C, V));
     const float *xlast = a->res3 + (size_t)(L - 1) * BTC;
     memset(a->dres, 0, sizeof(float) * BTC);
-    layernorm_backward(a->dres, G(m, lnfw), G(m, lnfb), a->dln, xlast, P(m, lnfw), a->lnf_mean, a->lnf_rstd, BT, C);
+    PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, lnfw), G(m, lnfb), a->dln, xlast, P(m, lnfw), a->lnf_mean, a->lnf_rstd, BT, C));
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
     for (int l = L - 1; l >= 0; l--) {
         const float *x = l ? a->res3 + (size_t)(l - 1) * BTC : a->encoded;  // the layer's input
@@ -280,32 +286,32 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         float *att = a->att + (size_t)l * c->heads * BT * T;
         // res3 = res2 + fcproj(gelu(fc(LN2(res2)))): dres flows to res2 unchanged
         memset(a->dfch_gelu, 0, sizeof(float) * 4 * BTC);
-        matmul_backward(a->dfch_gelu, G(m, fcprojw) + (size_t)l * 4 * C * C, G(m, fcprojb) + (size_t)l * C,
-                        a->dres, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, BT, 4 * C, C);
+        PROF(PROF_MATMUL, matmul_backward(a->dfch_gelu, G(m, fcprojw) + (size_t)l * 4 * C * C, G(m, fcprojb) + (size_t)l * C,
+                            a->dres, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, BT, 4 * C, C));
         memset(a->dfch, 0, sizeof(float) * 4 * BTC);
-        gelu_backward(a->dfch, fch, a->dfch_gelu, 4 * BTC);
+        PROF(PROF_GELU, gelu_backward(a->dfch, fch, a->dfch_gelu, 4 * BTC));
         memset(a->dln, 0, sizeof(float) * BTC);
-        matmul_backward(a->dln, G(m, fcw) + (size_t)l * 4 * C * C, G(m, fcb) + (size_t)l * 4 * C,
-                        a->dfch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, BT, C, 4 * C);
-        layernorm_backward(a->dres, G(m, ln2w) + (size_t)l * C, G(m, ln2b) + (size_t)l * C, a->dln, res2,
-                           P(m, ln2w) + (size_t)l * C, a->ln2_mean + (size_t)l * BT, a->ln2_rstd + (size_t)l * BT, BT, C);
+        PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, fcw) + (size_t)l * 4 * C * C, G(m, fcb) + (size_t)l * 4 * C,
+                            a->dfch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, BT, C, 4 * C));
+        PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, ln2w) + (size_t)l * C, G(m, ln2b) + (size_t)l * C, a->dln, res2,
+                               P(m, ln2w) + (size_t)l * C, a->ln2_mean + (size_t)l * BT, a->ln2_rstd + (size_t)l * BT, BT, C));
         // res2 = x + proj(attn(qkv(LN1(x))))
         memset(a->datty, 0, sizeof(float) * BTC);
-        matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
-                        a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C);
+        PROF(PROF_MATMUL, matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
+                            a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C));
         memset(a->dqkv, 0, sizeof(float) * 3 * BTC);
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l};
-        attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch);
-        if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m->params, m->grads, l, T);
-        if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, a->dqkv, B, T);
+        PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
+        if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, T));
+        if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T));
         memset(a->dln, 0, sizeof(float) * BTC);
-        matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,
-                        a->dqkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, BT, C, 3 * C);
-        layernorm_backward(a->dres, G(m, ln1w) + (size_t)l * C, G(m, ln1b) + (size_t)l * C, a->dln, x,
-                           P(m, ln1w) + (size_t)l * C, a->ln1_mean + (size_t)l * BT, a->ln1_rstd + (size_t)l * BT, BT, C);
+        PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,
+                            a->dqkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, BT, C, 3 * C));
+        PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, ln1w) + (size_t)l * C, G(m, ln1b) + (size_t)l * C, a->dln, x,
+                               P(m, ln1w) + (size_t)l * C, a->ln1_mean + (size_t)l * BT, a->ln1_rstd + (size_t)l * BT, BT, C));
     }
     // x = E[tok] + P(t)
-    if (m->pe_abs.ops) m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T);
+    if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T));
     float *dwte = G(m, wte);
     for (size_t i = 0; i < BT; i++) {
         float *g = dwte + (size_t)tokens[i] * C;
@@ -327,6 +333,7 @@ float lr_schedule(float lr, int warmup, long step, long total) {
 }
 
 float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) {
+    double t0 = model_prof_enabled ? now_seconds() : 0.0;
     double sq = 0.0;
     size_t n = m->tab.total;
     for (size_t i = 0; i < n; i++) sq += (double)m->grads[i] * m->grads[i];
@@ -349,5 +356,6 @@ float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) 
             p[i] -= hp->lr * mhat / (sqrtf(vhat) + hp->eps);
         }
     }
+    if (model_prof_enabled) model_prof_seconds[PROF_OPTIMISER] += now_seconds() - t0;
     return norm;
 }

@@ -79,4 +79,18 @@ float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t);
 // The learning rate at step (0-based) of total: linear warmup, cosine to lr/10.
 float lr_schedule(float lr, int warmup, long step, long total);
 
+// Per-op timing for `make bench`: off unless model_prof_enabled is set.
+typedef enum {
+    PROF_MATMUL, PROF_ATTENTION, PROF_LAYERNORM, PROF_GELU, PROF_CROSSENTROPY, PROF_OPTIMISER,
+    PROF_ENCODING, PROF_OTHER, PROF_N
+} prof_op;
+extern double model_prof_seconds[PROF_N];
+extern int model_prof_enabled;
+#define PROF(op, stmt)                                                  \
+    do {                                                                \
+        double prof_t0_ = model_prof_enabled ? now_seconds() : 0.0;     \
+        stmt;                                                           \
+        if (model_prof_enabled) model_prof_seconds[op] += now_seconds() - prof_t0_; \
+    } while (0)
+
 #endif

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "common.h"
 #ifdef _OPENMP
@@ -78,6 +80,31 @@ static void block_range(size_t n, size_t *lo, size_t *hi) {
     size_t per = (n + nt - 1) / nt;
     *lo = id * per < n ? id * per : n;
     *hi = *lo + per < n ? *lo + per : n;
+}
+
+int ops_select_blas_kernel(char **argv) {
+    // OpenBLAS 0.3.21 (Debian 12) does not recognise some current Xeons (a
+    // VM's generic "Intel Xeon Processor") and falls back to its Prescott
+    // (SSE3) kernels, several times slower than the AVX2/AVX-512 ones the
+    // CPU can run. The kernel is chosen when the library loads, from
+    // OPENBLAS_CORETYPE, so the only fix is to set it and start again. A
+    // user's own OPENBLAS_CORETYPE is always respected.
+    if (getenv("OPENBLAS_CORETYPE") || getenv("PELAB_BLAS_CHECKED")) return 0;
+    setenv("PELAB_BLAS_CHECKED", "1", 1);
+    const char *core = openblas_get_corename();
+    if (!core || strcasecmp(core, "prescott") != 0) return 0;
+    const char *pick = NULL;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        pick = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        pick = "Haswell";
+    if (!pick || !argv) return 0;
+    setenv("OPENBLAS_CORETYPE", pick, 1);
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE");  // exec failed: carry on with Prescott
+    return -1;
 }
 
 void ops_init_threads(int threads) {

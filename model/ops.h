@@ -5,6 +5,11 @@
 
 #include <stddef.h>
 
+// When OpenBLAS fell back to its slowest kernels on a CPU it does not know,
+// restarts the program (execv of argv) with OPENBLAS_CORETYPE set to the
+// best kernel the CPU supports. Call first thing in main.
+int ops_select_blas_kernel(char **argv);
+
 // Sets the OpenMP thread count and holds OpenBLAS to one thread: every
 // parallel loop in pelab is OpenMP's.
 void ops_init_threads(int threads);

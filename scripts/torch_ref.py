@@ -7,6 +7,7 @@ attention, autograd for the gradients), and writes the loss and the gradient
 of every parameter, so the C implementation can be compared against it.
 
     torch_ref.py CHECKPOINT BATCH OUT [CHECKPOINT BATCH OUT ...]
+    torch_ref.py --bench V C L H T B STEPS THREADS     training tokens/s
 
 BATCH: int32 B, T, then tokens (B*T), targets (B*T, -1 = none), seg (B*T).
 OUT:   float64 loss, then float32 gradients in the checkpoint's tensor order.
@@ -200,8 +201,43 @@ def loss_and_grads(ck, batch, out):
         f.write(torch.cat(grads).detach().numpy().astype("<f4").tobytes())
 
 
+def bench(V, C, L, H, T, B, steps, threads):
+    """Trains the reference model with torch.optim.AdamW on random bytes and
+    prints its training tokens/s (forward, backward, optimiser)."""
+    import time
+    torch.set_num_threads(threads)
+    cfg = dict(vocab=V, ctx=T, d=C, layers=L, heads=H, causal=1, rel_clip=0, t5_buckets=32, t5_max_distance=128,
+               sin_base=10000.0, sin_scale=1.0, rope_base=10000.0, pe="rope")
+    g = torch.Generator().manual_seed(1)
+    P = {}
+    for name, shape in layout(cfg):
+        init = torch.ones(shape) if name.startswith("ln") and name.endswith("w") else torch.randn(shape, generator=g) * 0.02
+        P[name] = init.requires_grad_(True)
+    opt = torch.optim.AdamW(P.values(), lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    tokens = torch.randint(0, V, (B, T), generator=g)
+    targets = torch.randint(0, V, (B, T), generator=g)
+    seg = torch.zeros(B, T, dtype=torch.long)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        _, loss = forward(cfg, P, tokens, targets, seg)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(P.values(), 1.0)
+        opt.step()
+
+    for _ in range(2):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    print(f"tokens_per_s {steps * B * T / (time.perf_counter() - t0):.1f}")
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--bench":
+        bench(*(int(a) for a in args[1:9]))
+        return
     if not args or len(args) % 3:
         raise SystemExit(__doc__)
     torch.set_num_threads(1)

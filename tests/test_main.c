@@ -61,6 +61,7 @@ int run_tests(const test_case *tests, int n, int *passed, int *failed, const cha
 }
 
 int main(int argc, char **argv) {
+    ops_select_blas_kernel(argv);
     const char *filter = argc > 1 ? argv[1] : NULL;
     ops_init_threads(2);
     int passed = 0, failed = 0;

@@ -1,0 +1,254 @@
+// bench.c — `make bench`: training and evaluation speed at SPEC's reference
+// configuration (d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary,
+// rope), the machine's sgemm rate at the model's shapes, the share of it the
+// training step reaches, a per-op breakdown, peak memory, and PyTorch's speed
+// for the same model where python3-torch is installed.
+//
+//   ./bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch]
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../model/model.h"
+#include "../model/ops.h"
+
+typedef struct {
+    int steps, threads, torch;
+    const char *pe, *out;
+} bench_opts;
+
+static const int V = 256, C = 256, L = 4, H = 8, T = 256, B = 8;
+
+static void make_model(model_t *m, const char *pe) {
+    model_config c = {0};
+    c.vocab = V, c.ctx = T, c.d_model = C, c.layers = L, c.heads = H, c.causal = 1;
+    snprintf(c.pe, sizeof c.pe, "%s", pe);
+    c.sin_base = 10000, c.sin_scale = 1.0f / 16, c.rope_base = 10000, c.t5_buckets = 32, c.t5_max_distance = 128;
+    model_create(m, &c);
+    model_init_weights(m, 1);
+}
+
+static void random_batch(int n, int *tok, int *tgt, unsigned long long seed) {
+    rng_t r = {seed};
+    for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, V), tgt[i] = (int)rng_below(&r, V);
+}
+
+// Model FLOPs per trained token: matrix products 2·(12·L·C² + V·C) forward,
+// attention 2·2·C·(T+1)/2 per layer forward (causal: the average query sees
+// (T+1)/2 keys; QKᵀ and PV), and backward twice the forward.
+static double flops_per_token(void) {
+    double fwd = 2.0 * (12.0 * L * C * C + (double)V * C) + 4.0 * L * C * (T + 1) / 2.0;
+    return 3.0 * fwd;
+}
+
+static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tgt) {
+    adamw_hparams hp = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    double t0 = now_seconds();
+    for (int s = 0; s < steps; s++) {
+        model_forward(m, a, tok, tgt, NULL);
+        model_zero_grad(m);
+        model_backward(m, a, tok, tgt, NULL);
+        model_adamw_step(m, &hp, 1.0f, s + 1);
+    }
+    return now_seconds() - t0;
+}
+
+// The best sgemm rate at the model's shapes: OpenBLAS threading itself on one
+// call, or pelab's row blocks with one OpenBLAS thread per OpenMP thread.
+static double sgemm_rate(int threads, double *rate_rows) {
+    int shapes[][3] = {{B * T, C, 3 * C}, {B * T, C, C}, {B * T, C, 4 * C}, {B * T, 4 * C, C}, {B * T, C, V}};
+    int ns = sizeof shapes / sizeof shapes[0];
+    size_t maxn = (size_t)B * T * 4 * C;
+    float *A = malloc(sizeof(float) * maxn), *W = malloc(sizeof(float) * 4 * C * C), *O = malloc(sizeof(float) * maxn);
+    rng_t r = {5};
+    for (size_t i = 0; i < maxn; i++) A[i] = rng_normal(&r), O[i] = 0;
+    for (size_t i = 0; i < (size_t)4 * C * C; i++) W[i] = rng_normal(&r);
+    double flops = 0, t_blas = 0, t_rows = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int s = 0; s < ns; s++) {
+            int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2], reps = 20;
+            double f = 2.0 * N * IC * OC * reps;
+            openblas_set_num_threads(threads);
+            double t0 = now_seconds();
+            for (int k = 0; k < reps; k++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, W, IC, 0.0f, O, OC);
+            double t1 = now_seconds();
+            openblas_set_num_threads(1);
+            for (int k = 0; k < reps; k++) matmul_forward(O, A, W, NULL, N, IC, OC);
+            double t2 = now_seconds();
+            if (pass) flops += f, t_blas += t1 - t0, t_rows += t2 - t1;  // pass 0 warms up
+        }
+    free(A), free(W), free(O);
+    *rate_rows = flops / t_rows;
+    return flops / t_blas;
+}
+
+// Peak resident memory (MiB) of a child process that runs fn.
+static double child_peak_mib(void (*fn)(const char *), const char *pe) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        fn(pe);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        double mib = ru.ru_maxrss / 1024.0;
+        if (write(fd[1], &mib, sizeof mib) != sizeof mib) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    double mib = -1;
+    if (read(fd[0], &mib, sizeof mib) != sizeof mib) mib = -1;
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    return mib;
+}
+
+static void train_a_step(const char *pe) {
+    model_t m;
+    make_model(&m, pe);
+    model_acts a;
+    model_acts_alloc(&a, &m, B, T, 1);
+    int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
+    random_batch(B * T, tok, tgt, 1);
+    time_train(&m, &a, 2, tok, tgt);
+}
+
+static void eval_16k(const char *pe) {
+    model_t m;
+    make_model(&m, pe);
+    model_acts a;
+    int n = 16384;
+    model_acts_alloc(&a, &m, 1, n, 0);
+    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n);
+    random_batch(n, tok, tgt, 2);
+    model_forward(&m, &a, tok, tgt, NULL);
+}
+
+static double torch_tokens_per_s(int steps, int threads) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "for p in python3 /usr/bin/python3; do $p -c 'import torch' 2>/dev/null && exec $p scripts/torch_ref.py --bench %d %d %d %d %d %d %d %d; done; exit 3",
+             V, C, L, H, T, B, steps, threads);
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    double r = -1;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "tokens_per_s %lf", &r) == 1) break;
+    int rc = pclose(f);
+    return rc == 0 ? r : -1;
+}
+
+int main(int argc, char **argv) {
+    ops_select_blas_kernel(argv);
+    bench_opts o = {30, 2, 1, "rope", "results/bench.md"};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc) o.steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pe") && i + 1 < argc) o.pe = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) o.out = argv[++i];
+        else if (!strcmp(argv[i], "--no-torch")) o.torch = 0;
+        else {
+            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch]\n");
+            return 2;
+        }
+    }
+    if (o.steps < 1 || o.threads < 1) {
+        fprintf(stderr, "bench: --steps and --threads must be positive\n");
+        return 2;
+    }
+    ops_init_threads(o.threads);
+    char report[16384];
+    int n = 0;
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    char host[256] = "?", cpu[256] = "?";
+    gethostname(host, sizeof host);
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (ci && fgets(line, sizeof line, ci))
+        if (!strncmp(line, "model name", 10)) {
+            char *c = strchr(line, ':');
+            snprintf(cpu, sizeof cpu, "%s", c ? c + 2 : line);
+            cpu[strcspn(cpu, "\n")] = 0;
+            break;
+        }
+    if (ci) fclose(ci);
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    n += snprintf(report + n, sizeof report - n,
+                  "# Benchmark\n\n`make bench` on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
+                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; %d timed steps after 3 warm-up steps.\n\n",
+                  date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", o.pe, o.steps);
+
+    double rate_rows, rate_blas = sgemm_rate(o.threads, &rate_rows);
+    double rate = rate_blas > rate_rows ? rate_blas : rate_rows;
+
+    model_t m;
+    make_model(&m, o.pe);
+    model_acts a;
+    model_acts_alloc(&a, &m, B, T, 1);
+    int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
+    random_batch(B * T, tok, tgt, 1);
+    time_train(&m, &a, 3, tok, tgt);
+    double secs = time_train(&m, &a, o.steps, tok, tgt);
+    double tps = (double)o.steps * B * T / secs;
+    memset(model_prof_seconds, 0, sizeof model_prof_seconds);
+    model_prof_enabled = 1;
+    double psecs = time_train(&m, &a, o.steps < 10 ? o.steps : 10, tok, tgt);
+    model_prof_enabled = 0;
+    model_acts_free(&a);
+    // evaluation: 16 windows of 256 per forward, as eval does
+    model_acts e;
+    model_acts_alloc(&e, &m, 16, T, 0);
+    int *etok = malloc(sizeof(int) * 16 * T), *etgt = malloc(sizeof(int) * 16 * T);
+    random_batch(16 * T, etok, etgt, 3);
+    model_forward(&m, &e, etok, etgt, NULL);
+    double t0 = now_seconds();
+    int ereps = 5;
+    for (int k = 0; k < ereps; k++) model_forward(&m, &e, etok, etgt, NULL);
+    double eval_tps = (double)ereps * 16 * T / (now_seconds() - t0);
+    model_acts_free(&e);
+    double flops = flops_per_token();
+    double mem_train = child_peak_mib(train_a_step, o.pe), mem_eval = child_peak_mib(eval_16k, o.pe);
+    double torch_tps = o.torch ? torch_tokens_per_s(o.steps < 10 ? o.steps : 10, o.threads) : -1;
+
+    n += snprintf(report + n, sizeof report - n, "| measure | value |\n|---|---|\n");
+    n += snprintf(report + n, sizeof report - n, "| training tokens/s (forward + backward + AdamW) | %.0f |\n", tps);
+    n += snprintf(report + n, sizeof report - n, "| evaluation tokens/s (ctx 256) | %.0f |\n", eval_tps);
+    n += snprintf(report + n, sizeof report - n, "| sgemm GFLOP/s at the model's shapes, OpenBLAS threading one call | %.1f |\n", rate_blas / 1e9);
+    n += snprintf(report + n, sizeof report - n, "| sgemm GFLOP/s at the model's shapes, pelab's row blocks | %.1f |\n", rate_rows / 1e9);
+    n += snprintf(report + n, sizeof report - n, "| model FLOPs per trained token | %.2f M |\n", flops / 1e6);
+    n += snprintf(report + n, sizeof report - n, "| share of the sgemm rate the training step reaches | %.1f%% |\n", 100.0 * flops * tps / rate);
+    n += snprintf(report + n, sizeof report - n, "| tokens/s bound at the sgemm rate | %.0f |\n", rate / flops);
+    n += snprintf(report + n, sizeof report - n, "| peak resident memory, training | %.0f MiB |\n", mem_train);
+    n += snprintf(report + n, sizeof report - n, "| peak resident memory, evaluation at 16384 tokens | %.0f MiB |\n", mem_eval);
+    if (torch_tps > 0)
+        n += snprintf(report + n, sizeof report - n, "| PyTorch (scripts/torch_ref.py --bench), same model and threads, tokens/s | %.0f |\n| pelab / PyTorch | %.2f× |\n", torch_tps, tps / torch_tps);
+    else
+        n += snprintf(report + n, sizeof report - n, "| PyTorch | not measured (%s) |\n", o.torch ? "python3-torch not installed" : "--no-torch");
+    static const char *names[PROF_N] = {"matrix products", "attention (incl. score/value terms)", "LayerNorm", "GELU",
+                                        "softmax/cross-entropy", "optimiser", "encoding (rotation, tables)", "residual adds"};
+    double tot = 0;
+    for (int k = 0; k < PROF_N; k++) tot += model_prof_seconds[k];
+    n += snprintf(report + n, sizeof report - n, "\nShare of one training step (%.1f ms, timed per op):\n\n| op | share |\n|---|---|\n", 1e3 * psecs / (o.steps < 10 ? o.steps : 10));
+    for (int k = 0; k < PROF_N; k++)
+        n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% |\n", names[k], 100.0 * model_prof_seconds[k] / psecs);
+    n += snprintf(report + n, sizeof report - n, "| other (embedding, zeroing, bookkeeping) | %.1f%% |\n", 100.0 * (psecs - tot) / psecs);
+    fputs(report, stdout);
+    FILE *f = fopen(o.out, "w");
+    if (!f || fputs(report, f) < 0) {
+        fprintf(stderr, "bench: cannot write %s\n", o.out);
+        return 1;
+    }
+    fclose(f);
+    printf("\nwritten to %s\n", o.out);
+    model_free(&m);
+    return 0;
+}
