@@ -3,9 +3,12 @@
 // wires them together.
 #include <cblas.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +44,25 @@ typedef struct {
     int given_steps;
 } options;
 
+// SIGINT/SIGTERM: the first one lets the current step finish, then the run
+// saves (with --save) and exits 128+signal; a second one exits at once. A
+// checkpoint is only ever replaced by rename, so neither can corrupt it.
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig) {
+    if (stop_signal) _exit(128 + sig);
+    stop_signal = sig;
+}
+
+static void install_signal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 static const char *const rope_scale_names[] = {"none", "pi", "ntk", "yarn"};
 
 static void usage(FILE *f) {
@@ -67,7 +89,7 @@ static void usage(FILE *f) {
         "  --t5-max-distance N  T5 largest distinguished distance  [128]\n"
         "training\n"
         "  --batch N            sequences per step  [16]\n"
-        "  --steps N            optimiser steps  [1500]\n"
+        "  --steps N            optimiser steps  [2500]\n"
         "  --lr X               peak learning rate  [6e-3]\n"
         "  --warmup N           linear warmup steps  [100]\n"
         "  --wd X               AdamW weight decay on matrices and embeddings  [0.1]\n"
@@ -218,7 +240,7 @@ static void set_defaults(options *o) {
     snprintf(o->data, sizeof o->data, "cats");
     snprintf(o->pe, sizeof o->pe, "rope");
     o->ctx = 64, o->causal = 1, o->d_model = 64, o->layers = 2, o->heads = 4, o->batch = 16;
-    o->steps = 1500, o->lr = 6e-3f, o->warmup = 100, o->wd = 0.1f, o->clip = 1.0f, o->seed = 1;
+    o->steps = 2500, o->lr = 6e-3f, o->warmup = 100, o->wd = 0.1f, o->clip = 1.0f, o->seed = 1;
     o->eval_tokens = 16384, o->rope_base = 10000.0f, o->sin_base = 10000.0f;
     o->t5_buckets = 32, o->t5_max_distance = 128, o->temperature = 1.0f;
 }
@@ -235,12 +257,20 @@ static void config_from_options(model_config *c, const options *o, int vocab) {
     c->t5_buckets = o->t5_buckets, c->t5_max_distance = o->t5_max_distance;
 }
 
-// Fails early (exit 1) when an output file cannot be created, rather than after training.
+// Fails early (exit 1) when an output file cannot be written, rather than
+// after training. Leaves no file behind that was not there before.
 static void check_writable(const char *path, const char *what) {
     if (!path) return;
-    FILE *f = fopen(path, "ab");
-    if (!f) die_runtime("cannot write %s '%s': %s", what, path, strerror(errno));
-    fclose(f);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) die_runtime("cannot write %s '%s': it is a directory", what, path);
+        if (access(path, W_OK) != 0) die_runtime("cannot write %s '%s': %s", what, path, strerror(errno));
+        return;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) die_runtime("cannot write %s '%s': %s", what, path, strerror(errno));
+    close(fd);
+    unlink(path);
 }
 
 static void json_string(FILE *f, const char *s) {
@@ -280,15 +310,15 @@ static void write_json(const char *path, const options *o, const model_t *m, con
             o->eval_tokens, c->rope_base, rope_scale_names[o->rope_scale], o->rope_factor);
     fprintf(f, ", \"sin_base\": %g, \"sin_scale\": %g, \"rel_clip\": %d, \"t5_buckets\": %d, \"t5_max_distance\": %d",
             c->sin_base, c->sin_scale, c->rel_clip, c->t5_buckets, c->t5_max_distance);
-    const char *files[] = {o->save, o->load, o->resume, o->prompt};
-    const char *names[] = {"save", "load", "resume", "prompt"};
-    for (int i = 0; i < 4; i++) {
+    const char *files[] = {o->save, o->load, o->resume, o->prompt, o->json, o->attn_png};
+    const char *names[] = {"save", "load", "resume", "prompt", "json", "attn_png"};
+    for (int i = 0; i < 6; i++) {
         fprintf(f, ", \"%s\": ", names[i]);
         if (files[i]) json_string(f, files[i]);
         else fprintf(f, "null");
     }
-    fprintf(f, ", \"save_every\": %ld, \"sample\": %ld, \"temperature\": %g, \"quiet\": %s}",
-            o->save_every, o->sample, o->temperature, o->quiet ? "true" : "false");
+    fprintf(f, ", \"save_every\": %ld, \"stop_at\": %ld, \"log_every\": %ld, \"sample\": %ld, \"temperature\": %g, \"quiet\": %s}",
+            o->save_every, o->stop_at, o->log_every, o->sample, o->temperature, o->quiet ? "true" : "false");
     fprintf(f, ", \"params\": %zu", model_num_params(m));
     fprintf(f, ", \"train\": {\"steps\": %ld, \"final_loss\": %.6f, \"tokens_per_s\": %.1f, \"seconds\": %.3f}",
             tr->steps_done, tr->final_loss, tr->tokens_per_s, tr->seconds);
@@ -440,15 +470,24 @@ int main(int argc, char **argv) {
         adamw_hparams hp = {o.lr, 0.9f, 0.95f, 1e-8f, o.wd};
         long log_every = o.log_every ? o.log_every : (o.steps >= 10 ? o.steps / 10 : 1);
         double t0 = now_seconds();
+        // test hook: PELAB_TEST_NAN_AT=k makes step k's loss NaN
+        const char *nan_at_env = getenv("PELAB_TEST_NAN_AT");
+        long nan_at = nan_at_env ? atol(nan_at_env) : -1;
+        install_signal_handlers();
         for (long step = start_step; step < end_step; step++) {
             data_next_batch(&d, B, T, tok, tgt, seg);
             double loss = model_forward(&m, &a, tok, tgt, seg);
-            if (!isfinite(loss)) die_runtime("non-finite loss (%g) at step %ld; lower --lr or check the data", loss, step + 1);
+            if (step + 1 == nan_at) loss = NAN;
+            if (!isfinite(loss))
+                die_runtime("non-finite loss (%g) at step %ld; stopped without saving%s; lower --lr or check the data", loss,
+                            step + 1, o.save ? " (the last checkpoint written is intact)" : "");
             model_zero_grad(&m);
             model_backward(&m, &a, tok, tgt, seg);
             hp.lr = lr_schedule(o.lr, o.warmup, step, o.steps);
             float norm = model_adamw_step(&m, &hp, o.clip, step + 1);
-            if (!isfinite(norm)) die_runtime("non-finite gradient at step %ld; lower --lr", step + 1);
+            if (!isfinite(norm))
+                die_runtime("non-finite gradient at step %ld; stopped without saving%s; lower --lr", step + 1,
+                            o.save ? " (the last checkpoint written is intact)" : "");
             tr.final_loss = loss;
             tr.steps_done = step + 1;
             double el = now_seconds() - t0;
@@ -463,6 +502,18 @@ int main(int argc, char **argv) {
             }
             if (o.save && o.save_every && (step + 1) % o.save_every == 0 && step + 1 < end_step)
                 save_checkpoint(&o, &m, &d, step + 1);
+            if (stop_signal) {
+                int sig = stop_signal;
+                if (o.save) {
+                    save_checkpoint(&o, &m, &d, step + 1);
+                    printf("interrupted by %s after step %ld; saved %s; continue with --resume %s\n",
+                           sig == SIGINT ? "SIGINT" : "SIGTERM", step + 1, o.save, o.save);
+                } else {
+                    printf("interrupted by %s after step %ld; nothing saved (no --save)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", step + 1);
+                }
+                fflush(stdout);
+                exit(128 + sig);
+            }
         }
         free(tok);
         free(tgt);

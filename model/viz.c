@@ -53,6 +53,28 @@ static void draw_sentence(canvas *cv, model_t *m, const data_t *d, const cats_ex
     model_acts_free(&a);
 }
 
+// The picture's layout, shared by the drawing and viz_attention_size.
+typedef struct {
+    int T, panel, gap, label_w, head_h, block_h, title_h, W, H;
+} layout;
+
+static layout attention_layout(const model_t *m, const data_t *d, const cats_example *ex) {
+    layout g;
+    g.T = d->causal ? ex->answer_pos : ex->len;
+    g.panel = g.T * CELL, g.gap = 24;
+    g.label_w = canvas_text_width("chases", FONT) + 16, g.head_h = canvas_text_height(FONT) + 8;
+    g.block_h = m->cfg.layers * (g.panel + g.label_w + g.head_h), g.title_h = 3 * canvas_text_height(FONT) + 24;
+    g.W = g.label_w + m->cfg.heads * (g.panel + g.gap), g.H = g.title_h + 2 * (g.block_h + g.title_h);
+    return g;
+}
+
+void viz_attention_size(const model_t *m, const data_t *d, int *w, int *h) {
+    cats_example probe[CATS_PROBE_MAX];
+    cats_probe(d, probe);
+    layout g = attention_layout(m, d, &probe[0]);
+    *w = g.W, *h = g.H;
+}
+
 int viz_attention_png(model_t *m, const data_t *d, const char *path, char *err, size_t errlen) {
     if (d->kind != DATA_CATS) {
         snprintf(err, errlen, "--attn-png draws a cats probe sentence; use --data cats");
@@ -61,11 +83,8 @@ int viz_attention_png(model_t *m, const data_t *d, const char *path, char *err, 
     cats_example probe[CATS_PROBE_MAX];
     cats_probe(d, probe);
     const cats_example *pair[2] = {&probe[0], &probe[1]};  // one held-out triple, both orders
-    int T = d->causal ? pair[0]->answer_pos : pair[0]->len;
-    int L = m->cfg.layers, H = m->cfg.heads, panel = T * CELL, gap = 24;
-    int label_w = canvas_text_width("chases", FONT) + 16, head_h = canvas_text_height(FONT) + 8;
-    int block_h = L * (panel + label_w + head_h), title_h = 3 * canvas_text_height(FONT) + 24;
-    int W = label_w + H * (panel + gap), Hpx = title_h + 2 * (block_h + title_h);
+    layout g = attention_layout(m, d, pair[0]);
+    int label_w = g.label_w, block_h = g.block_h, title_h = g.title_h, W = g.W, Hpx = g.H;
     canvas cv;
     canvas_init(&cv, W, Hpx, WHITE);
     char title[256];

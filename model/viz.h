@@ -11,4 +11,7 @@
 // err filled.
 int viz_attention_png(model_t *m, const data_t *d, const char *path, char *err, size_t errlen);
 
+// The size in pixels viz_attention_png draws for this model and corpus.
+void viz_attention_size(const model_t *m, const data_t *d, int *w, int *h);
+
 #endif

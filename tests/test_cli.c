@@ -3,6 +3,7 @@
 // problem on stderr, and is never killed by a signal; and the good paths
 // (resume, load, json, refusal per length) do what the README says.
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,8 @@
 #include "test.h"
 
 static char tmpdir[64];
+static const char *child_env;        // "NAME=value" for the next run, or NULL
+static int child_signal_after_ms;    // > 0: send SIGINT that long after starting
 static char out_buf[1 << 16], err_buf[1 << 16];
 
 static const char *tmp_path(const char *name) {
@@ -66,10 +69,15 @@ static int run_train(const char *args) {
         int o = open(tmp_path("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int e = open(tmp_path("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(o, 1), dup2(e, 2);
+        if (child_env) putenv((char *)child_env);
         execv("./train", argv);
         _exit(127);
     }
     int status = 0;
+    if (child_signal_after_ms > 0) {
+        usleep((useconds_t)child_signal_after_ms * 1000);
+        kill(pid, SIGINT);
+    }
     waitpid(pid, &status, 0);
     slurp(tmp_path("stdout"), out_buf, sizeof out_buf);
     slurp(tmp_path("stderr"), err_buf, sizeof err_buf);
@@ -279,7 +287,48 @@ static int test_text_file(void) {
     return fails;
 }
 
+// A NaN injected at step 8 stops the run with exit 1, names the step, and
+// leaves the step-5 checkpoint loadable.
+static int test_nan_keeps_last_checkpoint(void) {
+    int fails = 0;
+    child_env = "PELAB_TEST_NAN_AT=8";
+    int s = run_train(SMALL " --steps 20 --save-every 5 --save {T}/nan.ck");
+    child_env = NULL;
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1, "NaN run exited %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "step 8") && strstr(err_buf, "non-finite"), "stderr: %s", err_buf);
+    s = run_train("--quiet --threads 2 --load {T}/nan.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "eval ctx="), "the step-5 checkpoint does not load: %s", err_buf);
+    return fails;
+}
+
+// SIGINT mid-run: exit 130 after saving; resuming gives the same bytes as a
+// run that was never interrupted.
+static int test_sigint_then_resume(void) {
+    int fails = 0;
+    const char *args = "--d-model 32 --layers 2 --heads 2 --ctx 32 --batch 8 --quiet --threads 2 --steps 600";
+    char a[512];
+    snprintf(a, sizeof a, "%s --save {T}/whole.ck", args);
+    int s = run_train(a);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "uninterrupted run: %s", err_buf);
+    snprintf(a, sizeof a, "%s --save {T}/int.ck", args);
+    child_signal_after_ms = 400;
+    s = run_train(a);
+    child_signal_after_ms = 0;
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 130, "interrupted run exited %d (signal %d)", WEXITSTATUS(s), WIFSIGNALED(s) ? WTERMSIG(s) : 0);
+    EXPECT(strstr(out_buf, "interrupted by SIGINT") && strstr(out_buf, "int.ck"), "no message on stdout: %s", out_buf);
+    long at = -1;
+    const char *p = strstr(out_buf, "after step ");
+    if (p) at = atol(p + 11);
+    EXPECT(at > 0 && at < 600, "stopped after step %ld", at);
+    s = run_train("--quiet --threads 2 --resume {T}/int.ck --save {T}/int.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resume: %s", err_buf);
+    EXPECT(file_equal(tmp_path("whole.ck"), tmp_path("int.ck")), "interrupted at step %ld and resumed: differs from the uninterrupted run", at);
+    return fails;
+}
+
 const test_case cli_tests[] = {
+    {"cli/nan_keeps_last_checkpoint", test_nan_keeps_last_checkpoint},
+    {"cli/sigint_then_resume_equals_uninterrupted", test_sigint_then_resume},
     {"cli/bad_input_table", test_bad_input_table},
     {"cli/help_lists_every_option", test_help_lists_every_option},
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},

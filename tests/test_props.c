@@ -7,6 +7,10 @@
 #include "../model/attn.h"
 #include "../model/eval.h"
 #include "../model/ops.h"
+#include "../model/canvas.h"
+#include "../model/viz.h"
+#include <stb_image.h>
+#include <unistd.h>
 #include "test.h"
 
 void alibi_slopes(int H, float *out);
@@ -453,7 +457,49 @@ static int test_learned_refuses_long_eval(void) {
     return fails;
 }
 
+// The PNG writer: a canvas decodes back to the same pixels, and the attention
+// picture decodes to the size its layout promises.
+static int test_png_roundtrip(void) {
+    int fails = 0;
+    char path[] = "/tmp/pelab-png-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return 1;
+    close(fd);
+    canvas c;
+    canvas_init(&c, 37, 23, (rgb){10, 20, 30});
+    canvas_rect(&c, 5, 6, 7, 8, (rgb){200, 100, 50});
+    canvas_text(&c, 1, 1, "ab", 1, (rgb){0, 0, 0});
+    EXPECT(canvas_save_png(&c, path) == 0, "save failed");
+    int w, h, ch;
+    unsigned char *px = stbi_load(path, &w, &h, &ch, 3);
+    EXPECT(px && w == 37 && h == 23, "decoded %dx%d", w, h);
+    if (px) EXPECT(memcmp(px, c.px, 37 * 23 * 3) == 0, "decoded pixels differ");
+    free(px);
+    canvas_free(&c);
+    data_t d;
+    data_open(&d, "cats", 0, 1);
+    model_config cfg;
+    test_tiny_config(&cfg, "rope", 0);
+    cfg.vocab = d.vocab;
+    model_t m;
+    model_create(&m, &cfg);
+    model_init_weights(&m, 1);
+    char err[256];
+    EXPECT(viz_attention_png(&m, &d, path, err, sizeof err) == 0, "%s", err);
+    int ew, eh;
+    viz_attention_size(&m, &d, &ew, &eh);
+    px = stbi_load(path, &w, &h, &ch, 3);
+    EXPECT(px && w == ew && h == eh && w > 200 && h > 200, "attention picture %dx%d, expected %dx%d", w, h, ew, eh);
+    free(px);
+    EXPECT(viz_attention_png(&m, &d, "/nonexistent-dir/x.png", err, sizeof err) != 0 && strstr(err, "x.png"), "bad path accepted");
+    unlink(path);
+    model_free(&m);
+    data_close(&d);
+    return fails;
+}
+
 const test_case prop_tests[] = {
+    {"prop/png_roundtrip_and_attention_picture", test_png_roundtrip},
     {"prop/causal_logits_ignore_future_every_encoding", test_causal_future_invariance},
     {"prop/nope_bidir_permutation_equivariant", test_nope_bidir_permutation},
     {"prop/nope_bidir_probe_orders_identical", test_nope_bidir_probe_symmetric},
