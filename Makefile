@@ -22,12 +22,15 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 LIB_SRC = model/common.c model/params.c model/ops.c model/attn.c model/model.c model/ckpt.c \
-          model/eval.c model/canvas.c model/viz.c model/pe.c $(wildcard model/pe_*.c) data/data.c data/cats.c
+          model/eval.c model/canvas.c model/viz.c model/plot.c model/pe.c $(wildcard model/pe_*.c) data/data.c data/cats.c
 HEADERS = $(wildcard model/*.h data/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
 .PHONY: all run test bench deps deps-torch check-deps clean
-all: train
+all: train plot
+
+plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ scripts/plot.c $(LIB_SRC) $(LDLIBS)
 
 check-deps:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { \
@@ -54,8 +57,8 @@ run: deps
 	./train
 
 test: deps
-	$(MAKE) train tests/test_pelab
+	$(MAKE) train plot tests/test_pelab
 	./tests/test_pelab
 
 clean:
-	rm -f train tests/test_pelab bench-pelab
+	rm -f train plot tests/test_pelab bench-pelab

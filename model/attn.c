@@ -12,7 +12,9 @@
 #include <omp.h>
 #endif
 
-size_t attn_scratch_floats(int T) { return (size_t)ATTN_CHUNK * (size_t)T; }
+int attn_chunk = ATTN_CHUNK;
+
+size_t attn_scratch_floats(int T) { return (size_t)attn_chunk * (size_t)T; }
 
 static int thread_id(void) {
 #ifdef _OPENMP
@@ -38,8 +40,8 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
             const float *Q = qkv + (size_t)b * T * ld + h * hs;  // (T, hs), row stride ld
             const float *K = Q + C, *V = Q + 2 * C;
             const int *seg_b = d->seg ? d->seg + (size_t)b * T : NULL;
-            for (int i0 = 0; i0 < T; i0 += ATTN_CHUNK) {
-                int nq = T - i0 < ATTN_CHUNK ? T - i0 : ATTN_CHUNK;
+            for (int i0 = 0; i0 < T; i0 += attn_chunk) {
+                int nq = T - i0 < attn_chunk ? T - i0 : attn_chunk;
                 int nk = d->causal ? i0 + nq : T;
                 float *S = att ? att + (((size_t)b * NH + h) * T + i0) * T : mine;  // (nq, T)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
@@ -86,8 +88,8 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
             const float *K = Q + C, *V = Q + 2 * C;
             float *dQ = dqkv + (size_t)b * T * ld + h * hs;
             float *dK = dQ + C, *dV = dQ + 2 * C;
-            for (int i0 = 0; i0 < T; i0 += ATTN_CHUNK) {
-                int nq = T - i0 < ATTN_CHUNK ? T - i0 : ATTN_CHUNK;
+            for (int i0 = 0; i0 < T; i0 += attn_chunk) {
+                int nq = T - i0 < attn_chunk ? T - i0 : attn_chunk;
                 int nk = d->causal ? i0 + nq : T;
                 const float *P = att + (((size_t)b * NH + h) * T + i0) * T;  // (nq, T)
                 const float *dY = dy + ((size_t)b * T + i0) * C + h * hs;   // (nq, hs)

@@ -7,9 +7,12 @@
 
 #include "pe.h"
 
-// Rows of the score matrix computed at a time. Evaluation keeps only a
-// (ATTN_CHUNK, T) block per thread, so its memory is linear in T.
+// Rows of the score matrix computed at a time. Evaluation keeps only an
+// (attn_chunk, T) block per thread, so its memory is linear in T. The tests
+// set attn_chunk = T to get the plain full-matrix computation and compare;
+// change it only before allocating activations.
 #define ATTN_CHUNK 64
+extern int attn_chunk;
 
 typedef struct {
     int B, T, C, NH;
@@ -20,7 +23,8 @@ typedef struct {
     int layer;
 } attn_dims;
 
-// Floats of per-thread scratch attention needs for a context of T.
+// Floats of per-thread scratch attention needs for a context of T (at the
+// current attn_chunk).
 size_t attn_scratch_floats(int T);
 
 // y (B, T, C); att (B, NH, T, T) saves the weights for backward, or NULL at

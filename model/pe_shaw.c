@@ -14,8 +14,8 @@
 #include "model.h"
 
 typedef struct {
-    int k, nrel, hs, NH;
-    float *work;            // per head: (CHUNK, nrel) for G / A
+    int k, nrel, hs, NH, chunk;
+    float *work;            // per head: (chunk, nrel) for G / A
     float *dK, *dV;         // per head: (nrel, hs)
 } shaw_state;
 
@@ -29,7 +29,6 @@ static void shaw_init(pe_t *pe, param_table *tab) {
     pe->tensor[1] = param_add(tab, "pe_shaw_v", per_layer * c->layers, 1, INIT_NORMAL, 0.02f);
     shaw_state *st = xcalloc(1, sizeof *st);
     st->k = k, st->nrel = nrel, st->hs = hs, st->NH = c->heads;
-    st->work = xmalloc(sizeof(float) * (size_t)c->heads * ATTN_CHUNK * nrel);
     st->dK = xcalloc((size_t)c->heads * per_layer, sizeof(float));
     st->dV = xcalloc((size_t)c->heads * per_layer, sizeof(float));
     pe->state = st;
@@ -42,6 +41,15 @@ static void shaw_free(pe_t *pe) {
     pe->state = NULL;
 }
 
+// Sizes the per-head scratch for the current attention chunk (serial).
+static void shaw_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+    shaw_state *st = pe->state;
+    if (st->work && st->chunk == attn_chunk) return;
+    free(st->work);
+    st->chunk = attn_chunk;
+    st->work = xmalloc(sizeof(float) * size_mul((size_t)st->NH * st->chunk, (size_t)st->nrel, "shaw scratch"));
+}
+
 static inline int rel_index(int j, int i, int k) {
     int x = j - i;
     return (x < -k ? -k : x > k ? k : x) + k;
@@ -52,7 +60,7 @@ static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, 
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
     const float *aK = params + pe->off[0] + (size_t)layer * nrel * hs;
-    float *G = st->work + (size_t)h * ATTN_CHUNK * nrel;  // (nq, nrel) = Q aKᵀ / sqrt(hs)
+    float *G = st->work + (size_t)h * st->chunk * nrel;  // (nq, nrel) = Q aKᵀ / sqrt(hs)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nrel, hs, 1.0f / sqrtf((float)hs), q, ld, aK, hs,
                 0.0f, G, nrel);
     for (int r = 0; r < nq; r++) {
@@ -69,7 +77,7 @@ static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
     const float *aK = params + pe->off[0] + (size_t)layer * nrel * hs;
-    float *dG = st->work + (size_t)h * ATTN_CHUNK * nrel;
+    float *dG = st->work + (size_t)h * st->chunk * nrel;
     memset(dG, 0, sizeof(float) * (size_t)nq * nrel);
     for (int r = 0; r < nq; r++) {
         const float *row = ds + (size_t)r * lds;
@@ -84,7 +92,7 @@ static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int
 
 // A[r, c] = Σ_{j: c(j−i) = c} p_ij — the attention mass at each clipped distance
 static float *shaw_bucket_weights(shaw_state *st, int h, const float *p, int ldp, int i0, int nq, int nk) {
-    float *A = st->work + (size_t)h * ATTN_CHUNK * st->nrel;
+    float *A = st->work + (size_t)h * st->chunk * st->nrel;
     memset(A, 0, sizeof(float) * (size_t)nq * st->nrel);
     for (int r = 0; r < nq; r++) {
         const float *row = p + (size_t)r * ldp;
@@ -142,5 +150,6 @@ const pe_ops pe_shaw_ops = {
     .score_backward = shaw_score_backward,
     .value_forward = shaw_value_forward,
     .value_backward = shaw_value_backward,
+    .layer_begin = shaw_layer_begin,
     .layer_end = shaw_layer_end,
 };

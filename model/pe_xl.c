@@ -16,7 +16,7 @@
 #include "attn.h"
 
 typedef struct {
-    int T, L, NH;
+    int T, L, NH, chunk;
     float *r;      // (2T − 1, C): r_δ at row δ + T − 1
     float *R;      // (L, 2T − 1, C): W_R r_δ per layer
     float *dR;     // (2T − 1, C): gradient of the current layer's R
@@ -46,13 +46,14 @@ static void xl_free(pe_t *pe) {
 static void xl_sizes(pe_t *pe, int T) {
     xl_state *st = pe->state;
     const model_config *c = pe->cfg;
-    if (st->r && st->T == T) return;
+    if (st->r && st->T == T && st->chunk == attn_chunk) return;
     int C = c->d_model, hs = C / c->heads, n = 2 * T - 1;
     free(st->r), free(st->R), free(st->dR), free(st->work);
     st->r = xmalloc(sizeof(float) * size_mul((size_t)n, (size_t)C, "xl table"));
     st->R = xmalloc(sizeof(float) * size_mul((size_t)c->layers * n, (size_t)C, "xl table"));
     st->dR = xcalloc((size_t)n * C, sizeof(float));
-    st->work_per_head = (size_t)ATTN_CHUNK * hs + (size_t)ATTN_CHUNK * (ATTN_CHUNK + T - 1);
+    st->chunk = attn_chunk;
+    st->work_per_head = (size_t)st->chunk * hs + (size_t)st->chunk * (st->chunk + T - 1);
     st->work = xmalloc(sizeof(float) * size_mul(st->work_per_head, (size_t)c->heads, "xl scratch"));
     for (int d = -(T - 1); d <= T - 1; d++) {
         int dc = d;
@@ -93,7 +94,7 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, co
     float scale = 1.0f / sqrtf((float)hs);
     const float *u = params + pe->off[1] + (size_t)layer * C + h * hs;
     const float *v = params + pe->off[2] + (size_t)layer * C + h * hs;
-    float *qv = st->work + h * st->work_per_head, *G = qv + (size_t)ATTN_CHUNK * hs;
+    float *qv = st->work + h * st->work_per_head, *G = qv + (size_t)st->chunk * hs;
     // u·k_j, the same for every row
     for (int j = 0; j < nk; j++) {
         float uk = 0.0f;
@@ -125,7 +126,7 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     const float *v = params + pe->off[2] + (size_t)layer * C + h * hs;
     float *du = grads + pe->off[1] + (size_t)layer * C + h * hs;
     float *dv = grads + pe->off[2] + (size_t)layer * C + h * hs;
-    float *qv = st->work + h * st->work_per_head, *dG = qv + (size_t)ATTN_CHUNK * hs;
+    float *qv = st->work + h * st->work_per_head, *dG = qv + (size_t)st->chunk * hs;
     // forward: s_ij += u·k_j · scale
     for (int j = 0; j < nk; j++) {
         float col = 0.0f;

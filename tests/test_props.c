@@ -9,6 +9,7 @@
 #include "../model/ops.h"
 #include "../model/canvas.h"
 #include "../model/viz.h"
+#include "../model/plot.h"
 #include <stb_image.h>
 #include <unistd.h>
 #include "test.h"
@@ -498,7 +499,91 @@ static int test_png_roundtrip(void) {
     return fails;
 }
 
+// Streaming evaluation (score rows in blocks of attn_chunk, no T×T matrix)
+// equals the plain full-matrix computation (one block of all T rows), for
+// every encoding, at a length of several blocks.
+static int test_streaming_equals_full_matrix(void) {
+    int fails = 0, T = 300;
+    for (int e = 0; e < n_test_encodings; e++)
+        for (int causal = 0; causal < 2; causal++) {
+            model_config cfg;
+            test_tiny_config(&cfg, test_encodings[e], causal);
+            cfg.ctx = T;
+            model_t m;
+            model_create(&m, &cfg);
+            test_randomise_weights(&m, 60 + e);
+            int tok[300], tgt[300], seg[300];
+            test_random_batch(1, T, cfg.vocab, causal, 70 + e, tok, tgt, seg);
+            size_t n = (size_t)T * cfg.vocab;
+            float *full = malloc(sizeof(float) * n);
+            model_acts a;
+            attn_chunk = T;
+            model_acts_alloc(&a, &m, 1, T, 0);
+            model_forward(&m, &a, tok, NULL, seg);
+            memcpy(full, a.logits, sizeof(float) * n);
+            model_acts_free(&a);
+            attn_chunk = 16;
+            model_acts_alloc(&a, &m, 1, T, 0);
+            model_forward(&m, &a, tok, NULL, seg);
+            attn_chunk = ATTN_CHUNK;
+            float d = max_abs_diff(full, a.logits, n);
+            EXPECT(d <= 2e-5f, "pe=%s %s: streaming and full-matrix logits differ by %g", test_encodings[e], causal ? "causal" : "bidir", d);
+            model_acts_free(&a);
+            free(full);
+            model_free(&m);
+        }
+    return fails;
+}
+
+// The plotting helper writes a PNG that decodes to its size, and refuses
+// empty or malformed input with a message naming the file and line.
+static int test_plot_helper(void) {
+    int fails = 0;
+    char csv[] = "/tmp/pelab-plot-XXXXXX", png[64];
+    int fd = mkstemp(csv);
+    if (fd < 0) return 1;
+    close(fd);
+    snprintf(png, sizeof png, "%s.png", csv);
+    plot_opts o = {"title", "x", "y", 1, 1, 640, 400};
+    char err[512];
+    struct {
+        const char *text, *expect;
+    } cases[] = {
+        {"series,x,y\nrope,64,5.1\nrope,128,6\nalibi,64,5.2\nalibi,128,5.1\n", NULL},
+        {"", "no data rows"},
+        {"series,x,y\n", "no data rows"},
+        {"rope,64\n", ":1:"},
+        {"rope,64,5\nrope,abc,5\n", ":2:"},
+        {"rope,64,5,7\n", ":1:"},
+        {"rope,0,5\n", "positive"},
+        {"rope,64,-1\n", "positive"},
+        {"rope,1,1\nrope,64,nan\n", ":2:"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(csv, "w");
+        fputs(cases[i].text, f);
+        fclose(f);
+        unlink(png);
+        int rc = plot_csv(csv, png, &o, err, sizeof err);
+        if (!cases[i].expect) {
+            EXPECT(rc == 0, "case %zu: %s", i, err);
+            int w, h, ch;
+            unsigned char *px = stbi_load(png, &w, &h, &ch, 3);
+            EXPECT(px && w == 640 && h == 400, "plot decoded as %dx%d", w, h);
+            free(px);
+        } else {
+            EXPECT(rc != 0 && strstr(err, cases[i].expect), "case %zu should be refused with '%s' (rc %d, '%s')", i, cases[i].expect, rc, err);
+            EXPECT(access(png, F_OK) != 0, "case %zu wrote a PNG anyway", i);
+        }
+    }
+    EXPECT(plot_csv("/nonexistent/x.csv", png, &o, err, sizeof err) != 0 && strstr(err, "x.csv"), "missing file accepted");
+    unlink(csv), unlink(png);
+    return fails;
+}
+
 const test_case prop_tests[] = {
+    {"prop/plot_helper_png_and_bad_input", test_plot_helper},
+    {"prop/streaming_eval_equals_full_matrix", test_streaming_equals_full_matrix},
     {"prop/png_roundtrip_and_attention_picture", test_png_roundtrip},
     {"prop/causal_logits_ignore_future_every_encoding", test_causal_future_invariance},
     {"prop/nope_bidir_permutation_equivariant", test_nope_bidir_permutation},

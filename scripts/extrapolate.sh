@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Train short, test long (Press et al. 2022): every encoding trained at
+# context L with the same budget, evaluated at L, 2L, 4L, 8L and 16L; plus RoPE
+# evaluated with the pi, ntk and yarn context extensions. Writes
+# results/extrapolation.csv, results/extrapolation.md, results/extrapolation.png.
+#
+#   scripts/extrapolate.sh                                   # built-in cats corpus
+#   scripts/extrapolate.sh DATA=../shared/data/tinyshakespeare.txt
+#   scripts/extrapolate.sh DATA=book.txt L=128 STEPS=4000 ARGS="--d-model 128"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for kv in "$@"; do case "$kv" in *=*) export "${kv%%=*}"="${kv#*=}" ;; *) echo "usage: $0 [DATA=…] [L=…] [STEPS=…] [ARGS=…]" >&2; exit 2 ;; esac; done
+DATA=${DATA:-cats}
+L=${L:-64}
+STEPS=${STEPS:-3000}
+LR=${LR:-3e-3}
+ARGS=${ARGS:-}
+ENCODINGS=${ENCODINGS:-"none sinusoidal learned rope alibi t5 xl shaw"}
+OUT=${OUT:-results}
+mkdir -p "$OUT"
+make -s train plot
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+lengths="$L,$((2 * L)),$((4 * L)),$((8 * L)),$((16 * L))"
+csv="$OUT/extrapolation.csv"
+echo "pe,ctx,loss,ppl" > "$csv"
+collect() {  # collect NAME < train output
+  sed -n 's/^eval ctx=\([0-9]*\) loss=\([0-9.]*\) ppl=\([0-9.]*\)$/\1,\2,\3/p; s/^eval ctx=\([0-9]*\) refused$/\1,,/p' |
+    while IFS= read -r row; do echo "$1,$row" >> "$csv"; done
+}
+start=$(date +%s)
+for pe in $ENCODINGS; do
+  echo "== $pe"
+  # shellcheck disable=SC2086
+  ./train --data "$DATA" --pe "$pe" --ctx "$L" --steps "$STEPS" --lr "$LR" --eval-ctx "$lengths" \
+          --save "$tmp/$pe.ck" --quiet $ARGS 2> "$tmp/err" | tee "$tmp/out" | grep '^eval' || true
+  collect "$pe" < "$tmp/out"
+done
+if [[ " $ENCODINGS " == *" rope "* ]]; then
+  for scale in pi ntk yarn; do
+    echo "== rope+$scale"
+    ./train --load "$tmp/rope.ck" --data "$DATA" --eval-ctx "$lengths" --rope-scale "$scale" --quiet | tee "$tmp/out" | grep '^eval' || true
+    collect "rope ($scale)" < "$tmp/out"
+  done
+fi
+elapsed=$(( $(date +%s) - start ))
+awk -F, 'NR > 1 && $4 != "" { print $1 "," $2 "," $4 }' "$csv" > "$tmp/plot.csv"
+./plot --out "$OUT/extrapolation.png" --logx --logy --xlabel "evaluation length (tokens)" --ylabel "perplexity" \
+       --title "trained at $L on $(basename "$DATA"), evaluated longer" "$tmp/plot.csv"
+{
+  echo "# Extrapolation: trained at ctx $L, perplexity at longer contexts"
+  echo
+  echo "Command: \`scripts/extrapolate.sh DATA=$DATA L=$L STEPS=$STEPS LR=$LR${ARGS:+ ARGS=\"$ARGS\"}\` — $(date -u +%Y-%m-%d), $(nproc) cores, ${elapsed}s."
+  echo "Each encoding: \`./train --data $DATA --pe PE --ctx $L --steps $STEPS --lr $LR $ARGS --eval-ctx $lengths\`; the rope rows marked (pi), (ntk), (yarn) evaluate the same rope checkpoint with \`--rope-scale\`. Perplexity over non-overlapping windows of each length, each scored on its own; — = refused (a learned table has no rows past ctx)."
+  echo
+  awk -F, -v lengths="$lengths" '
+    BEGIN { nl = split(lengths, Ls, ","); printf "| pe |"; for (i = 1; i <= nl; i++) printf " %s |", Ls[i]; printf "\n|---|"; for (i = 1; i <= nl; i++) printf "---|"; printf "\n" }
+    NR > 1 { if (!($1 in seen)) { seen[$1] = 1; order[++np] = $1 } v[$1 "," $2] = ($4 == "" ? "—" : sprintf("%.3f", $4)) }
+    END { for (p = 1; p <= np; p++) { printf "| %s |", order[p]; for (i = 1; i <= nl; i++) { k = order[p] "," Ls[i]; printf " %s |", (k in v ? v[k] : "") } printf "\n" } }' "$csv"
+  echo
+  echo "![extrapolation](extrapolation.png)"
+} > "$OUT/extrapolation.md"
+cat "$OUT/extrapolation.md"
