@@ -26,7 +26,7 @@ LIB_SRC = model/common.c model/params.c model/ops.c model/attn.c model/model.c m
 HEADERS = $(wildcard model/*.h data/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test bench deps deps-torch check-deps clean
+.PHONY: all run test bench fuzz deps deps-torch check-deps clean
 all: train plot
 
 plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
@@ -52,6 +52,22 @@ bench: $(LIB_SRC) scripts/bench.c $(HEADERS) | check-deps
 	@mkdir -p results
 	./bench-pelab
 
+# libFuzzer harnesses (clang; no OpenMP there: clang's needs libomp).
+FUZZ_SECONDS ?= 30
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Wno-unknown-pragmas $(shell pkg-config --cflags $(PKGS))
+tests/fuzz/fuzz_ckpt: tests/fuzz/fuzz_ckpt.c $(LIB_SRC) $(HEADERS) | check-deps
+	clang $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_ckpt.c $(LIB_SRC) $(LDLIBS)
+tests/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c train.c $(LIB_SRC) $(HEADERS) | check-deps
+	clang $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_cli.c $(LIB_SRC) $(LDLIBS)
+fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
+	@for h in ckpt cli; do \
+	  work=$$(mktemp -d); \
+	  echo "fuzzing the $$h parser for $(FUZZ_SECONDS)s (seeds: tests/fuzz/corpus_$$h)"; \
+	  ./tests/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+	      -artifact_prefix=$$work/ $$work tests/fuzz/corpus_$$h 2>$$work/log || { tail -40 $$work/log; echo "fuzz_$$h found a crash: $$work"; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|Done" $$work/log | head -2; rm -rf $$work; \
+	done
+
 run: deps
 	$(MAKE) train
 	./train
@@ -61,4 +77,4 @@ test: deps
 	./tests/test_pelab
 
 clean:
-	rm -f train plot tests/test_pelab bench-pelab
+	rm -f train plot tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli

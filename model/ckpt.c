@@ -193,14 +193,12 @@ int ckpt_load(const char *path, model_t *m, train_state *st, int with_optimizer,
         return load_fail(f, err, errlen, "checkpoint '%s' is %s: %lld bytes, expected %llu for %llu parameters", path,
                          (uint64_t)sb.st_size < expect ? "truncated" : "corrupt (trailing bytes)",
                          (long long)sb.st_size, (unsigned long long)expect, (unsigned long long)n);
+    if (model_param_count(&c) != n)
+        return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: %llu parameters, but its config implies %zu", path,
+                         (unsigned long long)n, model_param_count(&c));
     if (with_optimizer && !(flags & 1))
         return load_fail(f, err, errlen, "checkpoint '%s' holds no optimiser state, so it cannot be resumed; use --load to evaluate it", path);
     model_create(m, &c);
-    if (m->tab.total != n) {
-        model_free(m);
-        return load_fail(f, err, errlen, "checkpoint '%s' has %llu parameters but its config implies %zu", path,
-                         (unsigned long long)n, m->tab.total);
-    }
     uint32_t crc = crc32_update(0, header, HEADER_BYTES);
     float *bufs[3] = {m->params, m->m, m->v};
     int nb = (flags & 1) ? 3 : 1;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+jmp_buf *die_jump;
+
 static void vreport(const char *fmt, va_list ap) {
     fputs("train: ", stderr);
     vfprintf(stderr, fmt, ap);
@@ -18,6 +20,7 @@ void die_usage(const char *fmt, ...) {
     vreport(fmt, ap);
     va_end(ap);
     fputs("train: see --help for the options and their ranges\n", stderr);
+    if (die_jump) longjmp(*die_jump, EXIT_USAGE);
     exit(EXIT_USAGE);
 }
 
@@ -26,6 +29,7 @@ void die_runtime(const char *fmt, ...) {
     va_start(ap, fmt);
     vreport(fmt, ap);
     va_end(ap);
+    if (die_jump) longjmp(*die_jump, EXIT_RUNTIME);
     exit(EXIT_RUNTIME);
 }
 

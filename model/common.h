@@ -15,6 +15,11 @@
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 1
 
+// The fuzz harnesses set die_jump: the two functions below then longjmp
+// there (after printing) instead of exiting.
+#include <setjmp.h>
+extern jmp_buf *die_jump;
+
 void die_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void die_runtime(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

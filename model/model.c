@@ -80,7 +80,9 @@ int model_config_check(const model_config *c, char *err, size_t errlen) {
     return 1;
 }
 
-void model_create(model_t *m, const model_config *cfg) {
+// Builds the parameter table (and the encodings' small state) without the
+// four big buffers.
+static void model_build(model_t *m, const model_config *cfg) {
     char err[256];
     if (!model_config_check(cfg, err, sizeof err)) die_usage("%s", err);
     memset(m, 0, sizeof *m);
@@ -115,7 +117,19 @@ void model_create(model_t *m, const model_config *cfg) {
         if (ops[i]->init) ops[i]->init(slots[i], t);
         for (int k = 0; k < 4; k++) slots[i]->off[k] = t->t[slots[i]->tensor[k]].offset;
     }
-    size_t n = t->total;
+}
+
+size_t model_param_count(const model_config *cfg) {
+    model_t m;
+    model_build(&m, cfg);
+    size_t n = m.tab.total;
+    model_free(&m);
+    return n;
+}
+
+void model_create(model_t *m, const model_config *cfg) {
+    model_build(m, cfg);
+    size_t n = m->tab.total;
     size_mul(n, 4 * sizeof(float), "the model");
     m->params = xcalloc(n, sizeof(float));
     m->grads = xcalloc(n, sizeof(float));

@@ -102,7 +102,12 @@ int ops_select_blas_kernel(char **argv) {
         pick = "Haswell";
     if (!pick || !argv) return 0;
     setenv("OPENBLAS_CORETYPE", pick, 1);
-    execv("/proc/self/exe", argv);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        execv(self, argv);  // by its own name, so ps and top still say "train"
+    }
     unsetenv("OPENBLAS_CORETYPE");  // exec failed: carry on with Prescott
     return -1;
 }

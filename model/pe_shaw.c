@@ -29,8 +29,6 @@ static void shaw_init(pe_t *pe, param_table *tab) {
     pe->tensor[1] = param_add(tab, "pe_shaw_v", per_layer * c->layers, 1, INIT_NORMAL, 0.02f);
     shaw_state *st = xcalloc(1, sizeof *st);
     st->k = k, st->nrel = nrel, st->hs = hs, st->NH = c->heads;
-    st->dK = xcalloc((size_t)c->heads * per_layer, sizeof(float));
-    st->dV = xcalloc((size_t)c->heads * per_layer, sizeof(float));
     pe->state = st;
 }
 
@@ -44,6 +42,11 @@ static void shaw_free(pe_t *pe) {
 // Sizes the per-head scratch for the current attention chunk (serial).
 static void shaw_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     shaw_state *st = pe->state;
+    if (!st->dK) {
+        size_t per_head = (size_t)st->nrel * st->hs;
+        st->dK = xcalloc(size_mul(per_head, (size_t)st->NH, "shaw scratch"), sizeof(float));
+        st->dV = xcalloc(per_head * st->NH, sizeof(float));
+    }
     if (st->work && st->chunk == attn_chunk) return;
     free(st->work);
     st->chunk = attn_chunk;

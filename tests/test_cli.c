@@ -326,7 +326,40 @@ static int test_sigint_then_resume(void) {
     return fails;
 }
 
+// SIGKILL at random moments of a run that saves every step: whatever the
+// moment, the checkpoint on disk loads (saves are temporary file + rename).
+static int test_kill_during_save(void) {
+    int fails = 0, loaded = 0;
+    ensure_tmpdir();
+    rng_t r = {2024};
+    for (int round = 0; round < 12; round++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int o = open("/dev/null", O_WRONLY);
+            dup2(o, 1), dup2(o, 2);
+            char path[256];
+            snprintf(path, sizeof path, "%s/kill.ck", tmpdir);
+            execl("./train", "./train", "--d-model", "32", "--layers", "2", "--heads", "2", "--ctx", "32", "--batch", "4",
+                  "--threads", "1", "--quiet", "--steps", "100000", "--save-every", "1", "--save", path, (char *)NULL);
+            _exit(127);
+        }
+        usleep(150000 + rng_below(&r, 400000));
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        EXPECT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "round %d: the run ended before the kill", round);
+        if (access(tmp_path("kill.ck"), F_OK) != 0) continue;  // killed before the first save
+        int s = run_train("--quiet --threads 1 --load {T}/kill.ck --eval-tokens 64");
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "round %d: checkpoint does not load after SIGKILL: %s", round, err_buf);
+        loaded++;
+    }
+    EXPECT(loaded >= 6, "only %d of 12 rounds had a checkpoint to check", loaded);
+    printf("    %d checkpoints loaded after SIGKILL mid-run\n", loaded);
+    return fails;
+}
+
 const test_case cli_tests[] = {
+    {"cli/kill_during_save_leaves_loadable_checkpoint", test_kill_during_save},
     {"cli/nan_keeps_last_checkpoint", test_nan_keeps_last_checkpoint},
     {"cli/sigint_then_resume_equals_uninterrupted", test_sigint_then_resume},
     {"cli/bad_input_table", test_bad_input_table},

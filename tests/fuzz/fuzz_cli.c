@@ -1,0 +1,42 @@
+// fuzz_cli.c — libFuzzer harness for the command-line parser: the input,
+// split at newlines, is an argument list; parsing must accept it or refuse it
+// with a message (die_usage, caught here), never crash. Built by `make fuzz`.
+#include <setjmp.h>
+
+#define main train_main
+#include "../../train.c"
+#undef main
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+    static char buf[4096];
+    if (size >= sizeof buf) return 0;
+    memcpy(buf, data, size);
+    buf[size] = '\0';
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = "train";
+    for (char *p = buf; argc < 63;) {
+        argv[argc++] = p;
+        char *nl = strchr(p, '\n');
+        if (!nl) break;
+        *nl = '\0';
+        p = nl + 1;
+    }
+    argv[argc] = NULL;
+    FILE *saved = stderr;
+    stderr = fopen("/dev/null", "w");
+    jmp_buf jb;
+    die_jump = &jb;
+    if (setjmp(jb) == 0) {
+        options o;
+        set_defaults(&o);
+        optind = 0;  // GNU getopt: reinitialise for a new argument list
+        for (int i = 1; i < argc; i++)
+            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "--version")) argv[i] = "--quiet";  // they exit(0)
+        parse_options(&o, argc, argv);
+    }
+    die_jump = NULL;
+    fclose(stderr);
+    stderr = saved;
+    return 0;
+}
