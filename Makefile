@@ -2,7 +2,7 @@
 # (Debian packages, via scripts/install-deps.sh), build and run.
 CC ?= gcc
 CFLAGS ?= -O2 -march=native -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas
+CFLAGS += -std=gnu11 -fno-math-errno -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas
 LDLIBS = -lm
 
 PKGS = openblas stb
@@ -47,8 +47,11 @@ train: $(LIB_SRC) train.c $(HEADERS) | check-deps
 tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
 
-bench: $(LIB_SRC) scripts/bench.c $(HEADERS) | check-deps
-	$(CC) $(CFLAGS) $(LDFLAGS) -o bench-pelab scripts/bench.c $(LIB_SRC) $(LDLIBS)
+bench-pelab: $(LIB_SRC) scripts/bench.c $(HEADERS) | check-deps
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ scripts/bench.c $(LIB_SRC) $(LDLIBS)
+
+bench: deps
+	$(MAKE) bench-pelab
 	@mkdir -p results
 	./bench-pelab
 

@@ -87,26 +87,27 @@ static double sgemm_rate(int threads, double *rate_rows) {
     return flops / t_blas;
 }
 
-// Peak resident memory (MiB) of a child process that runs fn.
-static double child_peak_mib(void (*fn)(const char *), const char *pe) {
-    int fd[2];
-    if (pipe(fd) != 0) return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        fn(pe);
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        double mib = ru.ru_maxrss / 1024.0;
-        if (write(fd[1], &mib, sizeof mib) != sizeof mib) _exit(1);
-        _exit(0);
-    }
-    close(fd[1]);
+// Peak resident memory (MiB) of a fresh process (this program, exec'd with
+// --child WHAT) that does one thing. A plain fork would inherit the OpenMP
+// thread pool in a broken state and hang.
+static double child_peak_mib(const char *what, const char *pe) {
+    char cmd[4200], self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return -1;
+    self[n] = '\0';
+    snprintf(cmd, sizeof cmd, "'%s' --child %s --pe %s", self, what, pe);
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
     double mib = -1;
-    if (read(fd[0], &mib, sizeof mib) != sizeof mib) mib = -1;
-    close(fd[0]);
-    waitpid(pid, NULL, 0);
+    if (fscanf(f, "%lf", &mib) != 1) mib = -1;
+    pclose(f);
     return mib;
+}
+
+static double own_peak_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
 }
 
 static void train_a_step(const char *pe) {
@@ -148,7 +149,12 @@ static double torch_tokens_per_s(int steps, int threads) {
 int main(int argc, char **argv) {
     ops_select_blas_kernel(argv);
     bench_opts o = {30, 2, 1, "rope", "results/bench.md"};
+    const char *child = NULL;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--child") && i + 1 < argc) {
+            child = argv[++i];
+            continue;
+        }
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) o.steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pe") && i + 1 < argc) o.pe = argv[++i];
@@ -164,6 +170,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     ops_init_threads(o.threads);
+    if (child) {  // one measurement in a fresh process: print the peak MiB
+        if (!strcmp(child, "train")) train_a_step(o.pe);
+        else eval_16k(o.pe);
+        printf("%.1f\n", own_peak_mib());
+        return 0;
+    }
     char report[16384];
     int n = 0;
     time_t now = time(NULL);
@@ -176,7 +188,7 @@ int main(int argc, char **argv) {
     while (ci && fgets(line, sizeof line, ci))
         if (!strncmp(line, "model name", 10)) {
             char *c = strchr(line, ':');
-            snprintf(cpu, sizeof cpu, "%s", c ? c + 2 : line);
+            snprintf(cpu, sizeof cpu, "%.200s", c ? c + 2 : line);
             cpu[strcspn(cpu, "\n")] = 0;
             break;
         }
@@ -216,7 +228,7 @@ int main(int argc, char **argv) {
     double eval_tps = (double)ereps * 16 * T / (now_seconds() - t0);
     model_acts_free(&e);
     double flops = flops_per_token();
-    double mem_train = child_peak_mib(train_a_step, o.pe), mem_eval = child_peak_mib(eval_16k, o.pe);
+    double mem_train = child_peak_mib("train", o.pe), mem_eval = child_peak_mib("eval16k", o.pe);
     double torch_tps = o.torch ? torch_tokens_per_s(o.steps < 10 ? o.steps : 10, o.threads) : -1;
 
     n += snprintf(report + n, sizeof report - n, "| measure | value |\n|---|---|\n");

@@ -2,9 +2,16 @@
 # Installs the Debian packages pelab needs, when they are missing.
 #   scripts/install-deps.sh            build dependencies
 #   scripts/install-deps.sh --torch    also python3-torch (the PyTorch reference)
+#   scripts/install-deps.sh --fuzz     also clang and its libFuzzer runtime
 set -euo pipefail
 want=(gcc make pkg-config libopenblas-dev libstb-dev)
-if [ "${1:-}" = "--torch" ]; then want+=(python3 python3-torch python3-numpy); fi
+for arg in "$@"; do
+    case "$arg" in
+        --torch) want+=(python3 python3-torch python3-numpy) ;;
+        --fuzz) want+=(clang libclang-rt-14-dev) ;;
+        *) echo "usage: $0 [--torch] [--fuzz]" >&2; exit 2 ;;
+    esac
+done
 missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
