@@ -4,7 +4,6 @@
 //   Y = P V + value term
 // Heads run in parallel (OpenMP); OpenBLAS itself is single-threaded.
 #include "attn.h"
-#include "fastexp.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -23,6 +22,11 @@ static int thread_id(void) {
 #else
     return 0;
 #endif
+}
+
+static inline int key_allowed(const attn_dims *d, const int *seg_b, int i, int j) {
+    if (d->causal && j > i) return 0;
+    return !seg_b || seg_b[i] == seg_b[j];
 }
 
 void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, float *scratch) {
@@ -48,22 +52,18 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                 for (int r = 0; r < nq; r++) {
                     int i = i0 + r;
                     float *s = S + (size_t)r * T;
-                    int jend = d->causal ? i + 1 : nk;  // keys past jend are masked (and left 0)
-                    if (seg_b)
-                        for (int j = 0; j < jend; j++)
-                            if (seg_b[j] != seg_b[i]) s[j] = -INFINITY;
                     float mx = -INFINITY;
-                    for (int j = 0; j < jend; j++) mx = s[j] > mx ? s[j] : mx;
+                    for (int j = 0; j < nk; j++)
+                        if (key_allowed(d, seg_b, i, j) && s[j] > mx) mx = s[j];
                     float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                    for (int j = 0; j < jend; j++) {
-                        float e = s[j] == -INFINITY ? 0.0f : exp_poly(s[j] - mx);
+                    for (int j = 0; j < nk; j++) {
+                        float e = key_allowed(d, seg_b, i, j) ? expf(s[j] - mx) : 0.0f;
                         s[j] = e;
                         sum += e;
                     }
                     float inv = 1.0f / sum;
-                    for (int j = 0; j < jend; j++) s[j] *= inv;
-                    if (jend < (att ? T : nk)) memset(s + jend, 0, sizeof(float) * ((att ? T : nk) - jend));
+                    for (int j = 0; j < nk; j++) s[j] *= inv;
+                    if (att && nk < T) memset(s + nk, 0, sizeof(float) * (T - nk));
                 }
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "fastexp.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -170,11 +169,12 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
 
 #define GELU_K 0.7978845608028654f  // sqrt(2/pi)
 
-// tanh(u) = 1 − 2/(e^(2u) + 1); saturates cleanly at ±1.
-static inline float fast_tanh(float u) { return 1.0f - 2.0f / (exp_poly(2.0f * u) + 1.0f); }
+// tanh through expf, which is several times faster than glibc's tanhf;
+// saturates cleanly (expf overflows to inf → 1, underflows to 0 → −1).
+static inline float fast_tanh(float u) { return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f); }
 
 void gelu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + fast_tanh(GELU_K * (x + 0.044715f * x * x * x)));
@@ -183,7 +183,7 @@ void gelu_forward(float *out, const float *inp, size_t n) {
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     // forward: y = 0.5 x (1 + tanh(k (x + 0.044715 x³)))
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_K * (x + 0.044715f * x * x * x);
