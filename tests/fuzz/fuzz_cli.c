@@ -31,8 +31,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         options o;
         set_defaults(&o);
         optind = 0;  // GNU getopt: reinitialise for a new argument list
-        for (int i = 1; i < argc; i++)
-            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "--version")) argv[i] = "--quiet";  // they exit(0)
+        // --help and --version (or any abbreviation getopt accepts, like
+        // --ve) print and exit(0) by design: not what this harness tests
+        for (int i = 1; i < argc; i++) {
+            size_t n = strcspn(argv[i], "=");
+            if (n >= 3 && (!strncmp(argv[i], "--help", n) || !strncmp(argv[i], "--version", n))) argv[i] = "--quiet";
+        }
         parse_options(&o, argc, argv);
     }
     die_jump = NULL;
