@@ -61,6 +61,12 @@ static void install_signal_handlers(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    // a parent may hand them down blocked (some shells do for background jobs)
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 static const char *const rope_scale_names[] = {"none", "pi", "ntk", "yarn"};
@@ -408,6 +414,7 @@ int main(int argc, char **argv) {
     if (!o.threads) o.threads = 1;
 #endif
     ops_init_threads(o.threads);
+    install_signal_handlers();  // before any OpenMP thread exists, so they all inherit the mask
 
     model_t m;
     train_state st;
@@ -473,7 +480,6 @@ int main(int argc, char **argv) {
         // test hook: PELAB_TEST_NAN_AT=k makes step k's loss NaN
         const char *nan_at_env = getenv("PELAB_TEST_NAN_AT");
         long nan_at = nan_at_env ? atol(nan_at_env) : -1;
-        install_signal_handlers();
         for (long step = start_step; step < end_step; step++) {
             data_next_batch(&d, B, T, tok, tgt, seg);
             double loss = model_forward(&m, &a, tok, tgt, seg);
@@ -520,6 +526,10 @@ int main(int argc, char **argv) {
         free(seg);
         model_acts_free(&a);
     }
+    // Past training a signal has nothing to save: let it end the program at once.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (stop_signal) raise(stop_signal);
     if (o.save && !o.load) {
         save_checkpoint(&o, &m, &d, tr.steps_done);
         if (!o.quiet) printf("saved %s at step %ld\n", o.save, tr.steps_done);
