@@ -195,9 +195,9 @@ int main(int argc, char **argv) {
     if (ci) fclose(ci);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
-                  "# Benchmark\n\n`make bench` on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
+                  "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 30 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
                   "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; %d timed steps after 3 warm-up steps.\n\n",
-                  date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", o.pe, o.steps);
+                  o.steps, date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", o.pe, o.steps);
 
     double rate_rows, rate_blas = sgemm_rate(o.threads, &rate_rows);
     double rate = rate_blas > rate_rows ? rate_blas : rate_rows;
