@@ -358,7 +358,35 @@ static int test_kill_during_save(void) {
     return fails;
 }
 
+// Two SIGINTs in quick succession: the second exits at once (130), and the
+// checkpoint on disk, saved every step, still loads.
+static int test_second_signal_exits_at_once(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open("/dev/null", O_WRONLY);
+        dup2(o, 1), dup2(o, 2);
+        char path[256];
+        snprintf(path, sizeof path, "%s/twice.ck", tmpdir);
+        execl("./train", "./train", "--d-model", "32", "--layers", "2", "--heads", "2", "--ctx", "32", "--batch", "4",
+              "--threads", "2", "--quiet", "--steps", "100000", "--save-every", "1", "--save", path, (char *)NULL);
+        _exit(127);
+    }
+    usleep(500000);
+    kill(pid, SIGINT);
+    kill(pid, SIGINT);
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 130, "exit %d, signal %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+           WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    int s = run_train("--quiet --threads 1 --load {T}/twice.ck --eval-tokens 64");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "checkpoint does not load after two SIGINTs: %s", err_buf);
+    return fails;
+}
+
 const test_case cli_tests[] = {
+    {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"cli/kill_during_save_leaves_loadable_checkpoint", test_kill_during_save},
     {"cli/nan_keeps_last_checkpoint", test_nan_keeps_last_checkpoint},
     {"cli/sigint_then_resume_equals_uninterrupted", test_sigint_then_resume},
