@@ -26,7 +26,7 @@ LIB_SRC = model/common.c model/params.c model/ops.c model/attn.c model/model.c m
 HEADERS = $(wildcard model/*.h data/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test bench fuzz deps deps-torch check-deps clean
+.PHONY: all run test bench fuzz experiments deps deps-torch check-deps clean
 all: train plot
 
 plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
@@ -70,6 +70,16 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 	      -artifact_prefix=$$work/ $$work tests/fuzz/corpus_$$h 2>$$work/log || { tail -40 $$work/log; echo "fuzz_$$h found a crash: $$work"; exit 1; }; \
 	  grep -E "stat::number_of_executed_units|Done" $$work/log | head -2; rm -rf $$work; \
 	done
+
+# Every experiment of the README, one after another (about an hour on 2
+# cores). DATA is the text corpus for extrapolation and the sweeps.
+DATA ?= cats
+experiments: deps
+	$(MAKE) train plot
+	scripts/encodings.sh
+	scripts/order.sh
+	scripts/extrapolate.sh DATA=$(DATA)
+	scripts/sweep.sh DATA=$(DATA) STEPS=2000
 
 run: deps
 	$(MAKE) train
