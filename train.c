@@ -1,7 +1,6 @@
 // train.c — pelab's command line: options, the training loop, reporting.
 // The model (model/) and the data (data/) are libraries; this file only
 // wires them together.
-#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -198,7 +198,6 @@ void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int trainin
         a->dres = xmalloc(sizeof(float) * BTC);
         a->dln = xmalloc(sizeof(float) * BTC);
         a->datty = xmalloc(sizeof(float) * BTC);
-        a->dtmp = xmalloc(sizeof(float) * BTC);
         a->dfch = xmalloc(sizeof(float) * 4 * BTC);
         a->dfch_gelu = xmalloc(sizeof(float) * 4 * BTC);
         a->dqkv = xmalloc(sizeof(float) * 3 * BTC);
@@ -210,7 +209,7 @@ void model_acts_free(model_acts *a) {
     float *bufs[] = {a->encoded, a->ln1, a->ln1_mean, a->ln1_rstd, a->qkv, a->att, a->atty, a->res2,
                      a->ln2, a->ln2_mean, a->ln2_rstd, a->fch, a->fch_gelu, a->res3, a->lnf,
                      a->lnf_mean, a->lnf_rstd, a->logits, a->probs, a->scratch, a->dres, a->dln,
-                     a->datty, a->dfch, a->dfch_gelu, a->dqkv, a->dlogits, a->dtmp};
+                     a->datty, a->dfch, a->dfch_gelu, a->dqkv, a->dlogits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(a, 0, sizeof *a);
 }
@@ -274,6 +273,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     size_t count;
     double loss;
     PROF(PROF_CROSSENTROPY, loss = crossentropy_forward(a->probs, a->logits, targets, BT, V, &count));
+    a->n_targets = count;
     return loss;
 }
 
@@ -282,9 +282,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     const model_config *c = &m->cfg;
     const int B = a->B, T = a->T, C = c->d_model, L = c->layers, V = c->vocab;
     const size_t BT = (size_t)B * T, BTC = BT * C;
-    size_t count = 0;
-    for (size_t i = 0; i < BT; i++) count += targets[i] >= 0;
-    PROF(PROF_CROSSENTROPY, crossentropy_backward(a->dlogits, a->probs, targets, BT, V, count, 1.0f));
+    PROF(PROF_CROSSENTROPY, crossentropy_backward(a->dlogits, a->probs, targets, BT, V, a->n_targets, 1.0f));
     // logits = lnf · wteᵀ
     memset(a->dln, 0, sizeof(float) * BTC);
     PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, wte), NULL, a->dlogits, a->lnf, P(m, wte), BT, C, V));
@@ -325,7 +323,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
                                P(m, ln1w) + (size_t)l * C, a->ln1_mean + (size_t)l * BT, a->ln1_rstd + (size_t)l * BT, BT, C));
     }
     // x = E[tok] + P(t)
-    if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T));
+    if (m->pe_abs.ops && m->pe_abs.ops->input_backward) PROF(PROF_ENCODING, m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T));
     float *dwte = G(m, wte);
     for (size_t i = 0; i < BT; i++) {
         float *g = dwte + (size_t)tokens[i] * C;

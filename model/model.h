@@ -25,6 +25,7 @@ int model_config_check(const model_config *c, char *err, size_t errlen);
 // and keep no T×T matrix.
 typedef struct {
     int B, T, training;
+    size_t n_targets;                     // targets in the last forward (the loss's denominator)
     float *encoded;                       // (B, T, C)
     float *ln1, *ln1_mean, *ln1_rstd;     // (L, B, T, C), (L, B, T)
     float *qkv;                           // (L, B, T, 3C)
@@ -38,7 +39,7 @@ typedef struct {
     float *logits, *probs;                // (B, T, V)
     float *scratch;                       // per-thread attention scratch
     // gradients, training only
-    float *dres, *dln, *datty, *dfch, *dfch_gelu, *dqkv, *dlogits, *dtmp;
+    float *dres, *dln, *datty, *dfch, *dfch_gelu, *dqkv, *dlogits;
 } model_acts;
 
 typedef struct {

@@ -43,16 +43,9 @@ static void alibi_score_forward(pe_t *pe, const float *params, int layer, int h,
     }
 }
 
-static void alibi_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
-                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
-                                 const float *ds, int lds) {
-    (void)pe;  // a fixed bias: nothing to differentiate
-}
-
 const pe_ops pe_alibi_ops = {
     .name = "alibi",
     .init = alibi_init,
     .free = alibi_free,
-    .score_forward = alibi_score_forward,
-    .score_backward = alibi_score_backward,
+    .score_forward = alibi_score_forward,  // a fixed bias: no backward
 };

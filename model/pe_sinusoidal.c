@@ -24,13 +24,9 @@ static void sinusoidal_input_forward(pe_t *pe, const float *params, float *x, in
     }
 }
 
-static void sinusoidal_input_backward(pe_t *pe, float *grads, const float *dx, int B, int T) {
-    (void)pe, (void)grads, (void)dx, (void)B, (void)T;  // a fixed table has no gradient
-}
-
 const pe_ops pe_sinusoidal_ops = {
     .name = "sinusoidal",
     .absolute = 1,
     .input_forward = sinusoidal_input_forward,
-    .input_backward = sinusoidal_input_backward,
+    // a fixed table: no input_backward
 };

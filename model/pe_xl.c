@@ -86,14 +86,19 @@ static void xl_layer_end(pe_t *pe, const float *params, float *grads, int layer,
     memset(st->dR, 0, sizeof(float) * (size_t)n * C);
 }
 
+// u_h and v_h of one layer and head, from a params or a grads buffer.
+static float *xl_head_vec(const pe_t *pe, const float *base, int which, int layer, int h) {
+    int C = pe->cfg->d_model, hs = C / pe->cfg->heads;
+    return (float *)base + pe->off[which] + (size_t)layer * C + h * hs;
+}
+
 static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
                              int ld, int i0, int nq, int nk, float *s, int lds) {
     xl_state *st = pe->state;
     const model_config *c = pe->cfg;
     int C = c->d_model, hs = C / c->heads, T = st->T, n = 2 * T - 1;
     float scale = 1.0f / sqrtf((float)hs);
-    const float *u = params + pe->off[1] + (size_t)layer * C + h * hs;
-    const float *v = params + pe->off[2] + (size_t)layer * C + h * hs;
+    const float *u = xl_head_vec(pe, params, 1, layer, h), *v = xl_head_vec(pe, params, 2, layer, h);
     float *qv = st->work + h * st->work_per_head, *G = qv + (size_t)st->chunk * hs;
     // u·k_j, the same for every row
     for (int j = 0; j < nk; j++) {
@@ -122,10 +127,8 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     const model_config *c = pe->cfg;
     int C = c->d_model, hs = C / c->heads, T = st->T, n = 2 * T - 1;
     float scale = 1.0f / sqrtf((float)hs);
-    const float *u = params + pe->off[1] + (size_t)layer * C + h * hs;
-    const float *v = params + pe->off[2] + (size_t)layer * C + h * hs;
-    float *du = grads + pe->off[1] + (size_t)layer * C + h * hs;
-    float *dv = grads + pe->off[2] + (size_t)layer * C + h * hs;
+    const float *u = xl_head_vec(pe, params, 1, layer, h), *v = xl_head_vec(pe, params, 2, layer, h);
+    float *du = xl_head_vec(pe, grads, 1, layer, h), *dv = xl_head_vec(pe, grads, 2, layer, h);
     float *qv = st->work + h * st->work_per_head, *dG = qv + (size_t)st->chunk * hs;
     // forward: s_ij += u·k_j · scale
     for (int j = 0; j < nk; j++) {

@@ -9,14 +9,9 @@
 #   scripts/extrapolate.sh DATA=book.txt L=128 STEPS=4000 ARGS="--d-model 128"
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for kv in "$@"; do case "$kv" in *=*) export "${kv%%=*}"="${kv#*=}" ;; *) echo "usage: $0 [DATA=…] [L=…] [STEPS=…] [ARGS=…]" >&2; exit 2 ;; esac; done
-DATA=${DATA:-cats}
-L=${L:-64}
-STEPS=${STEPS:-3000}
-LR=${LR:-3e-3}
-ARGS=${ARGS:-}
+# shellcheck source=scripts/train-short.sh
+. scripts/train-short.sh
 ENCODINGS=${ENCODINGS:-"none sinusoidal learned rope alibi t5 xl shaw"}
-OUT=${OUT:-results}
 mkdir -p "$OUT"
 make -s train plot
 tmp=$(mktemp -d)

@@ -8,16 +8,11 @@
 #   scripts/sweep.sh DATA=../shared/data/tinyshakespeare.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for kv in "$@"; do case "$kv" in *=*) export "${kv%%=*}"="${kv#*=}" ;; *) echo "usage: $0 [DATA=…] [L=…] [STEPS=…] [ARGS=…]" >&2; exit 2 ;; esac; done
-DATA=${DATA:-cats}
-L=${L:-64}
-STEPS=${STEPS:-3000}
-LR=${LR:-3e-3}
-ARGS=${ARGS:-}
+# shellcheck source=scripts/train-short.sh
+. scripts/train-short.sh
 SIN_BASES=${SIN_BASES:-"100 1000 10000 100000"}
 ROPE_BASES=${ROPE_BASES:-"100 1000 10000 100000 1000000"}
 CLIPS=${CLIPS:-"2 4 8 16 32"}
-OUT=${OUT:-results}
 mkdir -p "$OUT"
 make -s train plot
 tmp=$(mktemp -d)

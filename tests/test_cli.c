@@ -326,6 +326,21 @@ static int test_sigint_then_resume(void) {
     return fails;
 }
 
+// Starts, in the background, a long run that saves {T}/name every step.
+static pid_t start_saving_run(const char *name, const char *threads) {
+    ensure_tmpdir();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open("/dev/null", O_WRONLY);
+        dup2(o, 1), dup2(o, 2);
+        execl("./train", "./train", "--d-model", "32", "--layers", "2", "--heads", "2", "--ctx", "32", "--batch", "4",
+              "--threads", threads, "--quiet", "--steps", "100000", "--save-every", "1", "--save", tmp_path(name),
+              (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 // SIGKILL at random moments of a run that saves every step: whatever the
 // moment, the checkpoint on disk loads (saves are temporary file + rename).
 static int test_kill_during_save(void) {
@@ -333,16 +348,7 @@ static int test_kill_during_save(void) {
     ensure_tmpdir();
     rng_t r = {2024};
     for (int round = 0; round < 12; round++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            int o = open("/dev/null", O_WRONLY);
-            dup2(o, 1), dup2(o, 2);
-            char path[256];
-            snprintf(path, sizeof path, "%s/kill.ck", tmpdir);
-            execl("./train", "./train", "--d-model", "32", "--layers", "2", "--heads", "2", "--ctx", "32", "--batch", "4",
-                  "--threads", "1", "--quiet", "--steps", "100000", "--save-every", "1", "--save", path, (char *)NULL);
-            _exit(127);
-        }
+        pid_t pid = start_saving_run("kill.ck", "1");
         usleep(150000 + rng_below(&r, 400000));
         kill(pid, SIGKILL);
         int st;
@@ -363,16 +369,7 @@ static int test_kill_during_save(void) {
 static int test_second_signal_exits_at_once(void) {
     int fails = 0;
     ensure_tmpdir();
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open("/dev/null", O_WRONLY);
-        dup2(o, 1), dup2(o, 2);
-        char path[256];
-        snprintf(path, sizeof path, "%s/twice.ck", tmpdir);
-        execl("./train", "./train", "--d-model", "32", "--layers", "2", "--heads", "2", "--ctx", "32", "--batch", "4",
-              "--threads", "2", "--quiet", "--steps", "100000", "--save-every", "1", "--save", path, (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = start_saving_run("twice.ck", "2");
     usleep(500000);
     kill(pid, SIGINT);
     kill(pid, SIGINT);
