@@ -2,7 +2,7 @@
 # (Debian packages, via scripts/install-deps.sh), build and run.
 CC ?= gcc
 CFLAGS ?= -O2 -march=native -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas
+CFLAGS += -fopenmp-simd -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas
 LDLIBS = -lm
 
 PKGS = openblas stb

@@ -12,6 +12,8 @@
 #include <omp.h>
 #endif
 
+#include "ops.h"
+
 int attn_chunk = ATTN_CHUNK;
 
 size_t attn_scratch_floats(int T) { return (size_t)attn_chunk * (size_t)T; }
@@ -27,6 +29,50 @@ static int thread_id(void) {
 static inline int key_allowed(const attn_dims *d, const int *seg_b, int i, int j) {
     if (d->causal && j > i) return 0;
     return !seg_b || seg_b[i] == seg_b[j];
+}
+
+// Row i of the scores, keys 0..nk-1, in place: s = softmax(mask(s)), and
+// zeros from the masked keys up to n (>= nk). The visible keys are usually
+// one run lo..hi-1 (the causal prefix, cut to i's segment when segments are
+// contiguous, as the data loaders make them); that case is a branch-free loop
+// that vectorises. Anything else takes the general masked loop.
+static void softmax_row(float *s, const attn_dims *d, const int *seg_b, int i, int nk, int n) {
+    int lo = 0, hi = d->causal && i + 1 < nk ? i + 1 : nk;
+    int general = 0;
+    if (seg_b) {
+        int id = seg_b[i], h = i + 1, stray = 0;
+        for (lo = i; lo > 0 && seg_b[lo - 1] == id;) lo--;
+        while (h < hi && seg_b[h] == id) h++;
+        for (int j = 0; j < lo; j++) stray += seg_b[j] == id;
+        for (int j = h; j < hi; j++) stray += seg_b[j] == id;
+        hi = h;
+        general = stray > 0;
+    }
+    float mx = -INFINITY, sum = 0.0f;
+    if (general) {
+        for (int j = 0; j < nk; j++)
+            if (key_allowed(d, seg_b, i, j) && s[j] > mx) mx = s[j];
+        for (int j = 0; j < nk; j++) {
+            s[j] = key_allowed(d, seg_b, i, j) ? ops_expf(s[j] - mx) : 0.0f;
+            sum += s[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j < nk; j++) s[j] *= inv;
+        memset(s + nk, 0, sizeof(float) * (size_t)(n - nk));
+        return;
+    }
+#pragma omp simd reduction(max : mx)
+    for (int j = lo; j < hi; j++) mx = s[j] > mx ? s[j] : mx;
+#pragma omp simd reduction(+ : sum)
+    for (int j = lo; j < hi; j++) {
+        s[j] = ops_expf(s[j] - mx);
+        sum += s[j];
+    }
+    float inv = 1.0f / sum;
+#pragma omp simd
+    for (int j = lo; j < hi; j++) s[j] *= inv;
+    memset(s, 0, sizeof(float) * (size_t)lo);
+    memset(s + hi, 0, sizeof(float) * (size_t)(n - hi));
 }
 
 void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, float *scratch) {
@@ -49,22 +95,7 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                 if (rel && rel->ops->score_forward)
                     rel->ops->score_forward(rel, d->params, d->layer, h, Q + (size_t)i0 * ld, K, ld,
                                             i0, nq, nk, S, T);
-                for (int r = 0; r < nq; r++) {
-                    int i = i0 + r;
-                    float *s = S + (size_t)r * T;
-                    float mx = -INFINITY;
-                    for (int j = 0; j < nk; j++)
-                        if (key_allowed(d, seg_b, i, j) && s[j] > mx) mx = s[j];
-                    float sum = 0.0f;
-                    for (int j = 0; j < nk; j++) {
-                        float e = key_allowed(d, seg_b, i, j) ? expf(s[j] - mx) : 0.0f;
-                        s[j] = e;
-                        sum += e;
-                    }
-                    float inv = 1.0f / sum;
-                    for (int j = 0; j < nk; j++) s[j] *= inv;
-                    if (att && nk < T) memset(s + nk, 0, sizeof(float) * (T - nk));
-                }
+                for (int r = 0; r < nq; r++) softmax_row(S + (size_t)r * T, d, seg_b, i0 + r, nk, att ? T : nk);
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,
                             S, T, V, ld, 0.0f, Y, C);
@@ -106,7 +137,9 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                     const float *p = P + (size_t)r * T;
                     float *g = dP + (size_t)r * T;
                     float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
                     for (int j = 0; j < nk; j++) dot += g[j] * p[j];
+#pragma omp simd
                     for (int j = 0; j < nk; j++) g[j] = p[j] * (g[j] - dot);
                 }
                 // forward: S = Q Kᵀ · scale + bias

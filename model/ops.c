@@ -14,6 +14,21 @@
 #include <omp.h>
 #endif
 
+// OpenBLAS runs single-threaded (see ops_init_threads); the matrix products
+// are split into row blocks, one per OpenMP thread, so the two thread pools
+// never compete for the cores. The split depends on the thread count, so
+// bit-identical runs need the same --threads.
+static void block_range(size_t n, size_t *lo, size_t *hi) {
+#ifdef _OPENMP
+    size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+#else
+    size_t nt = 1, id = 0;
+#endif
+    size_t per = (n + nt - 1) / nt;
+    *lo = id * per < n ? id * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *w, const float *b, size_t N, int C) {
 #pragma omp parallel for schedule(static)
@@ -57,29 +72,20 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
             dx[c] += s * (dn - mean_dn - n * mean_dn_n);
         }
     }
-    for (size_t i = 0; i < N; i++) {
-        const float *x = inp + i * C, *g = dout + i * C;
-        float m = mean[i], s = rstd[i];
-        for (int c = 0; c < C; c++) {
-            dw[c] += g[c] * (x[c] - m) * s;
-            db[c] += g[c];
+    // Each thread owns a strip of channels and walks every row in order.
+#pragma omp parallel
+    {
+        size_t lo, hi;
+        block_range((size_t)C, &lo, &hi);
+        for (size_t i = 0; i < N; i++) {
+            const float *x = inp + i * C, *g = dout + i * C;
+            float m = mean[i], s = rstd[i];
+            for (size_t c = lo; c < hi; c++) {
+                dw[c] += g[c] * (x[c] - m) * s;
+                db[c] += g[c];
+            }
         }
     }
-}
-
-// OpenBLAS runs single-threaded (see ops_init_threads); the matrix products
-// are split into row blocks, one per OpenMP thread, so the two thread pools
-// never compete for the cores. The split depends on the thread count, so
-// bit-identical runs need the same --threads.
-static void block_range(size_t n, size_t *lo, size_t *hi) {
-#ifdef _OPENMP
-    size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
-#else
-    size_t nt = 1, id = 0;
-#endif
-    size_t per = (n + nt - 1) / nt;
-    *lo = id * per < n ? id * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
 }
 
 int ops_select_blas_kernel(char **argv) {
@@ -158,23 +164,27 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
         if (hi > lo)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), IC, (int)N, 1.0f,
                         dout + lo, OC, inp, IC, 1.0f, dw + lo * IC, IC);
-        if (dbias)
-            for (size_t o = lo; o < hi; o++) {
-                float s = 0.0f;
-                for (size_t i = 0; i < N; i++) s += dout[i * OC + o];
-                dbias[o] += s;
+        if (dbias)  // row by row over a strip of columns: reads dout in order
+            for (size_t o0 = lo; o0 < hi; o0 += 256) {
+                size_t w = hi - o0 < 256 ? hi - o0 : 256;
+                float s[256] = {0};
+                for (size_t i = 0; i < N; i++) {
+                    const float *g = dout + i * OC + o0;
+                    for (size_t k = 0; k < w; k++) s[k] += g[k];
+                }
+                for (size_t k = 0; k < w; k++) dbias[o0 + k] += s[k];
             }
     }
 }
 
 #define GELU_K 0.7978845608028654f  // sqrt(2/pi)
 
-// tanh through expf, which is several times faster than glibc's tanhf;
-// saturates cleanly (expf overflows to inf → 1, underflows to 0 → −1).
-static inline float fast_tanh(float u) { return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f); }
+// tanh through ops_expf, which vectorises (glibc's tanhf does not);
+// saturates cleanly to ±1.
+static inline float fast_tanh(float u) { return 1.0f - 2.0f / (ops_expf(2.0f * u) + 1.0f); }
 
 void gelu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + fast_tanh(GELU_K * (x + 0.044715f * x * x * x)));
@@ -183,7 +193,7 @@ void gelu_forward(float *out, const float *inp, size_t n) {
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     // forward: y = 0.5 x (1 + tanh(k (x + 0.044715 x³)))
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_K * (x + 0.044715f * x * x * x);
