@@ -4,7 +4,7 @@
 // training step reaches, a per-op breakdown, peak memory, and PyTorch's speed
 // for the same model where python3-torch is installed.
 //
-//   ./bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch]
+//   ./bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch] [--no-encodings]
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,7 @@
 #include "../model/ops.h"
 
 typedef struct {
-    int steps, threads, torch;
+    int steps, threads, torch, encodings;
     const char *pe, *out;
 } bench_opts;
 
@@ -42,6 +42,56 @@ static void random_batch(int n, int *tok, int *tgt, unsigned long long seed) {
 static double flops_per_token(void) {
     double fwd = 2.0 * (12.0 * L * C * C + (double)V * C) + 4.0 * L * C * (T + 1) / 2.0;
     return 3.0 * fwd;
+}
+
+static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tgt);
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// Training tokens/s as the median of `blocks` timed blocks of `steps` steps
+// after 3 warm-up steps: the machine is shared and its speed drifts, and a
+// median is steadier than one long mean.
+static double train_tokens_per_s(model_t *m, model_acts *a, int blocks, int steps, int *tok, int *tgt) {
+    double r[16];
+    if (blocks > 16) blocks = 16;
+    time_train(m, a, 3, tok, tgt);
+    for (int k = 0; k < blocks; k++) r[k] = (double)steps * B * T / time_train(m, a, steps, tok, tgt);
+    qsort(r, blocks, sizeof r[0], cmp_double);
+    return blocks % 2 ? r[blocks / 2] : 0.5 * (r[blocks / 2 - 1] + r[blocks / 2]);
+}
+
+// Every encoding at the reference shape. The machine's speed drifts, so the
+// encodings take turns: 3 rounds of `steps` steps each, median per encoding.
+static int encodings_table(char *out, size_t cap, int steps) {
+    enum { NPE = 8, ROUNDS = 3 };
+    static const char *pes[NPE] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5", "xl", "shaw"};
+    int n = snprintf(out, cap, "\nEvery encoding at the reference shape (the encodings take turns: %d rounds of %d steps "
+                               "each, median per encoding):\n\n| pe | training tokens/s | vs none |\n|---|---|---|\n",
+                     ROUNDS, steps);
+    int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
+    random_batch(B * T, tok, tgt, 1);
+    model_t m[NPE];
+    model_acts a[NPE];
+    double r[NPE][ROUNDS], med[NPE];
+    for (int k = 0; k < NPE; k++) {
+        make_model(&m[k], pes[k]);
+        model_acts_alloc(&a[k], &m[k], B, T, 1);
+        time_train(&m[k], &a[k], 2, tok, tgt);
+    }
+    for (int round = 0; round < ROUNDS; round++)
+        for (int k = 0; k < NPE; k++) r[k][round] = (double)steps * B * T / time_train(&m[k], &a[k], steps, tok, tgt);
+    for (int k = 0; k < NPE; k++) {
+        qsort(r[k], ROUNDS, sizeof r[k][0], cmp_double);
+        med[k] = r[k][ROUNDS / 2];
+        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% |\n", pes[k], med[k], 100.0 * (med[k] / med[0] - 1.0));
+        model_acts_free(&a[k]);
+        model_free(&m[k]);
+    }
+    free(tok), free(tgt);
+    return n;
 }
 
 static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tgt) {
@@ -147,7 +197,7 @@ static double torch_tokens_per_s(int steps, int threads) {
 
 int main(int argc, char **argv) {
     ops_select_blas_kernel(argv);
-    bench_opts o = {30, 2, 1, "rope", "results/bench.md"};
+    bench_opts o = {10, 2, 1, 1, "rope", "results/bench.md"};
     const char *child = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--child") && i + 1 < argc) {
@@ -159,8 +209,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--pe") && i + 1 < argc) o.pe = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) o.out = argv[++i];
         else if (!strcmp(argv[i], "--no-torch")) o.torch = 0;
+        else if (!strcmp(argv[i], "--no-encodings")) o.encodings = 0;
         else {
-            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch]\n");
+            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch] [--no-encodings]\n");
             return 2;
         }
     }
@@ -194,8 +245,8 @@ int main(int argc, char **argv) {
     if (ci) fclose(ci);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
-                  "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 30 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
-                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; %d timed steps after 3 warm-up steps.\n\n",
+                  "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
+                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the median of 3 timed blocks of %d steps after 3 warm-up steps.\n\n",
                   o.steps, date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", o.pe, o.steps);
 
     double rate_rows, rate_blas = sgemm_rate(o.threads, &rate_rows);
@@ -207,9 +258,7 @@ int main(int argc, char **argv) {
     model_acts_alloc(&a, &m, B, T, 1);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
-    time_train(&m, &a, 3, tok, tgt);
-    double secs = time_train(&m, &a, o.steps, tok, tgt);
-    double tps = (double)o.steps * B * T / secs;
+    double tps = train_tokens_per_s(&m, &a, 3, o.steps, tok, tgt);
     memset(model_prof_seconds, 0, sizeof model_prof_seconds);
     model_prof_enabled = 1;
     double psecs = time_train(&m, &a, o.steps < 10 ? o.steps : 10, tok, tgt);
@@ -228,7 +277,7 @@ int main(int argc, char **argv) {
     model_acts_free(&e);
     double flops = flops_per_token();
     double mem_train = child_peak_mib("train", o.pe), mem_eval = child_peak_mib("eval16k", o.pe);
-    double torch_tps = o.torch ? torch_tokens_per_s(o.steps < 10 ? o.steps : 10, o.threads) : -1;
+    double torch_tps = o.torch ? torch_tokens_per_s(o.steps, o.threads) : -1;
 
     n += snprintf(report + n, sizeof report - n, "| measure | value |\n|---|---|\n");
     n += snprintf(report + n, sizeof report - n, "| training tokens/s (forward + backward + AdamW) | %.0f |\n", tps);
@@ -252,6 +301,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < PROF_N; k++)
         n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% |\n", names[k], 100.0 * model_prof_seconds[k] / psecs);
     n += snprintf(report + n, sizeof report - n, "| other (embedding, zeroing, bookkeeping) | %.1f%% |\n", 100.0 * (psecs - tot) / psecs);
+    if (o.encodings) n += encodings_table(report + n, sizeof report - n, o.steps);
     fputs(report, stdout);
     FILE *f = fopen(o.out, "w");
     if (!f || fputs(report, f) < 0) {
