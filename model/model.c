@@ -284,10 +284,10 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     const size_t BT = (size_t)B * T, BTC = BT * C;
     PROF(PROF_CROSSENTROPY, crossentropy_backward(a->dlogits, a->probs, targets, BT, V, a->n_targets, 1.0f));
     // logits = lnf · wteᵀ
-    memset(a->dln, 0, sizeof(float) * BTC);
+    ops_zero(a->dln, BTC);
     PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, wte), NULL, a->dlogits, a->lnf, P(m, wte), BT, C, V));
     const float *xlast = a->res3 + (size_t)(L - 1) * BTC;
-    memset(a->dres, 0, sizeof(float) * BTC);
+    ops_zero(a->dres, BTC);
     PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, lnfw), G(m, lnfb), a->dln, xlast, P(m, lnfw), a->lnf_mean, a->lnf_rstd, BT, C));
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
     for (int l = L - 1; l >= 0; l--) {
@@ -297,26 +297,26 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         float *fch = a->fch + (size_t)l * 4 * BTC, *fch_gelu = a->fch_gelu + (size_t)l * 4 * BTC;
         float *att = a->att + (size_t)l * c->heads * BT * T;
         // res3 = res2 + fcproj(gelu(fc(LN2(res2)))): dres flows to res2 unchanged
-        memset(a->dfch_gelu, 0, sizeof(float) * 4 * BTC);
+        ops_zero(a->dfch_gelu, 4 * BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dfch_gelu, G(m, fcprojw) + (size_t)l * 4 * C * C, G(m, fcprojb) + (size_t)l * C,
                             a->dres, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, BT, 4 * C, C));
-        memset(a->dfch, 0, sizeof(float) * 4 * BTC);
+        ops_zero(a->dfch, 4 * BTC);
         PROF(PROF_GELU, gelu_backward(a->dfch, fch, a->dfch_gelu, 4 * BTC));
-        memset(a->dln, 0, sizeof(float) * BTC);
+        ops_zero(a->dln, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, fcw) + (size_t)l * 4 * C * C, G(m, fcb) + (size_t)l * 4 * C,
                             a->dfch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, BT, C, 4 * C));
         PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, ln2w) + (size_t)l * C, G(m, ln2b) + (size_t)l * C, a->dln, res2,
                                P(m, ln2w) + (size_t)l * C, a->ln2_mean + (size_t)l * BT, a->ln2_rstd + (size_t)l * BT, BT, C));
         // res2 = x + proj(attn(qkv(LN1(x))))
-        memset(a->datty, 0, sizeof(float) * BTC);
+        ops_zero(a->datty, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
                             a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C));
-        memset(a->dqkv, 0, sizeof(float) * 3 * BTC);
+        ops_zero(a->dqkv, 3 * BTC);
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l};
         PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
         if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, T));
         if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T));
-        memset(a->dln, 0, sizeof(float) * BTC);
+        ops_zero(a->dln, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,
                             a->dqkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, BT, C, 3 * C));
         PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, ln1w) + (size_t)l * C, G(m, ln1b) + (size_t)l * C, a->dln, x,
@@ -332,7 +332,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     }
 }
 
-void model_zero_grad(model_t *m) { memset(m->grads, 0, sizeof(float) * m->tab.total); }
+void model_zero_grad(model_t *m) { ops_zero(m->grads, m->tab.total); }
 
 float lr_schedule(float lr, int warmup, long step, long total) {
     if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
@@ -346,10 +346,7 @@ float lr_schedule(float lr, int warmup, long step, long total) {
 
 float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) {
     double t0 = model_prof_enabled ? now_seconds() : 0.0;
-    double sq = 0.0;
-    size_t n = m->tab.total;
-    for (size_t i = 0; i < n; i++) sq += (double)m->grads[i] * m->grads[i];
-    float norm = (float)sqrt(sq);
+    float norm = (float)sqrt(ops_sum_squares(m->grads, m->tab.total));
     float gscale = (clip > 0.0f && norm > clip) ? clip / (norm + 1e-6f) : 1.0f;
     float bc1 = 1.0f - powf(hp->beta1, (float)t), bc2 = 1.0f - powf(hp->beta2, (float)t);
     for (int k = 0; k < m->tab.n; k++) {

@@ -38,13 +38,16 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
     for (size_t i = 0; i < N; i++) {
         const float *x = inp + i * C;
         float m = 0.0f;
+#pragma omp simd reduction(+ : m)
         for (int c = 0; c < C; c++) m += x[c];
         m /= C;
         float v = 0.0f;
+#pragma omp simd reduction(+ : v)
         for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
         v /= C;
         float s = 1.0f / sqrtf(v + 1e-5f);
         float *o = out + i * C;
+#pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * w[c] + b[c];
         mean[i] = m;
         rstd[i] = s;
@@ -62,6 +65,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
         const float *x = inp + i * C, *g = dout + i * C;
         float m = mean[i], s = rstd[i];
         float mean_dn = 0.0f, mean_dn_n = 0.0f;
+#pragma omp simd reduction(+ : mean_dn, mean_dn_n)
         for (int c = 0; c < C; c++) {
             float n = (x[c] - m) * s, dn = g[c] * w[c];
             mean_dn += dn;
@@ -70,6 +74,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
         mean_dn /= C;
         mean_dn_n /= C;
         float *dx = dinp + i * C;
+#pragma omp simd
         for (int c = 0; c < C; c++) {
             float n = (x[c] - m) * s, dn = g[c] * w[c];
             dx[c] += s * (dn - mean_dn - n * mean_dn_n);
@@ -83,6 +88,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
         for (size_t i = 0; i < N; i++) {
             const float *x = inp + i * C, *g = dout + i * C;
             float m = mean[i], s = rstd[i];
+#pragma omp simd
             for (size_t c = lo; c < hi; c++) {
                 dw[c] += g[c] * (x[c] - m) * s;
                 db[c] += g[c];
@@ -220,6 +226,33 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
         float g = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
         dinp[i] += g * dout[i];
     }
+}
+
+void ops_zero(float *x, size_t n) {
+#pragma omp parallel
+    {
+        size_t lo, hi;
+        block_range(n, &lo, &hi);
+        if (hi > lo) memset(x + lo, 0, sizeof(float) * (hi - lo));
+    }
+}
+
+double ops_sum_squares(const float *x, size_t n) {
+    // Fixed blocks summed in order: the same bits whatever the thread count.
+    enum { BLOCK = 1 << 16 };
+    size_t nb = (n + BLOCK - 1) / BLOCK;
+    double *part = xmalloc(sizeof(double) * (nb ? nb : 1));
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++) {
+        size_t hi = (b + 1) * BLOCK < n ? (b + 1) * BLOCK : n;
+        double s = 0.0;
+        for (size_t i = b * BLOCK; i < hi; i++) s += (double)x[i] * x[i];
+        part[b] = s;
+    }
+    double s = 0.0;
+    for (size_t b = 0; b < nb; b++) s += part[b];
+    free(part);
+    return s;
 }
 
 void residual_forward(float *out, const float *a, const float *b, size_t n) {

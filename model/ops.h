@@ -66,6 +66,11 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
 void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
+// x (n) = 0, threaded.
+void ops_zero(float *x, size_t n);
+// Σ x², in double, threaded; bit-identical for any thread count.
+double ops_sum_squares(const float *x, size_t n);
+
 // out = a + b, elementwise (n)
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 

@@ -46,47 +46,48 @@ static double flops_per_token(void) {
 
 static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tgt);
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-// Training tokens/s as the median of `blocks` timed blocks of `steps` steps
-// after 3 warm-up steps: the machine is shared and its speed drifts, and a
-// median is steadier than one long mean.
+// Training tokens/s of the fastest of `blocks` timed blocks of `steps` steps
+// after 3 warm-up steps. The machine is shared and its speed drifts by ±20%
+// within a minute; interference only ever slows a block down, so the fastest
+// block is the steadiest estimate of what the code does (PyTorch's figure
+// and the sgemm rate are taken the same way).
 static double train_tokens_per_s(model_t *m, model_acts *a, int blocks, int steps, int *tok, int *tgt) {
-    double r[16];
-    if (blocks > 16) blocks = 16;
+    double best = 0;
     time_train(m, a, 3, tok, tgt);
-    for (int k = 0; k < blocks; k++) r[k] = (double)steps * B * T / time_train(m, a, steps, tok, tgt);
-    qsort(r, blocks, sizeof r[0], cmp_double);
-    return blocks % 2 ? r[blocks / 2] : 0.5 * (r[blocks / 2 - 1] + r[blocks / 2]);
+    for (int k = 0; k < blocks; k++) {
+        double r = (double)steps * B * T / time_train(m, a, steps, tok, tgt);
+        if (r > best) best = r;
+    }
+    return best;
 }
 
-// Every encoding at the reference shape. The machine's speed drifts, so the
-// encodings take turns: 3 rounds of `steps` steps each, median per encoding.
+// Every encoding at the reference shape. The encodings take turns, 5 rounds
+// of steps/2 steps each, and each keeps its fastest round, so a slow spell
+// of the machine cannot land on one encoding only.
 static int encodings_table(char *out, size_t cap, int steps) {
-    enum { NPE = 8, ROUNDS = 3 };
+    enum { NPE = 8, ROUNDS = 5 };
     static const char *pes[NPE] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5", "xl", "shaw"};
-    int n = snprintf(out, cap, "\nEvery encoding at the reference shape (the encodings take turns: %d rounds of %d steps "
-                               "each, median per encoding):\n\n| pe | training tokens/s | vs none |\n|---|---|---|\n",
-                     ROUNDS, steps);
+    int n = snprintf(out, cap, "\nEvery encoding at the reference shape (the encodings take turns, %d rounds of %d steps; "
+                               "each keeps its fastest round):\n\n| pe | training tokens/s | vs none |\n|---|---|---|\n",
+                     ROUNDS, (steps + 1) / 2);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
     model_t m[NPE];
     model_acts a[NPE];
-    double r[NPE][ROUNDS], med[NPE];
+    double best[NPE] = {0};
     for (int k = 0; k < NPE; k++) {
         make_model(&m[k], pes[k]);
         model_acts_alloc(&a[k], &m[k], B, T, 1);
         time_train(&m[k], &a[k], 2, tok, tgt);
     }
     for (int round = 0; round < ROUNDS; round++)
-        for (int k = 0; k < NPE; k++) r[k][round] = (double)steps * B * T / time_train(&m[k], &a[k], steps, tok, tgt);
+        for (int k = 0; k < NPE; k++) {
+            int st = (steps + 1) / 2;
+            double r = (double)st * B * T / time_train(&m[k], &a[k], st, tok, tgt);
+            if (r > best[k]) best[k] = r;
+        }
     for (int k = 0; k < NPE; k++) {
-        qsort(r[k], ROUNDS, sizeof r[k][0], cmp_double);
-        med[k] = r[k][ROUNDS / 2];
-        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% |\n", pes[k], med[k], 100.0 * (med[k] / med[0] - 1.0));
+        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% |\n", pes[k], best[k], 100.0 * (best[k] / best[0] - 1.0));
         model_acts_free(&a[k]);
         model_free(&m[k]);
     }
@@ -116,11 +117,13 @@ static double sgemm_rate(int threads, double *rate_rows) {
     rng_t r = {5};
     for (size_t i = 0; i < maxn; i++) A[i] = rng_normal(&r), O[i] = 0;
     for (size_t i = 0; i < (size_t)4 * C * C; i++) W[i] = rng_normal(&r);
+    // Per shape, the fastest of 5 passes (after one warm-up): the machine is
+    // shared, and interference only ever adds time.
     double flops = 0, t_blas = 0, t_rows = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int s = 0; s < ns; s++) {
-            int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2], reps = 20;
-            double f = 2.0 * N * IC * OC * reps;
+    for (int s = 0; s < ns; s++) {
+        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2], reps = 5;
+        double best_blas = 1e30, best_rows = 1e30;
+        for (int pass = 0; pass < 6; pass++) {
             openblas_set_num_threads(threads);
             double t0 = now_seconds();
             for (int k = 0; k < reps; k++)
@@ -129,8 +132,11 @@ static double sgemm_rate(int threads, double *rate_rows) {
             openblas_set_num_threads(1);
             for (int k = 0; k < reps; k++) matmul_forward(O, A, W, NULL, N, IC, OC);
             double t2 = now_seconds();
-            if (pass) flops += f, t_blas += t1 - t0, t_rows += t2 - t1;  // pass 0 warms up
+            if (pass && t1 - t0 < best_blas) best_blas = t1 - t0;
+            if (pass && t2 - t1 < best_rows) best_rows = t2 - t1;
         }
+        flops += 2.0 * N * IC * OC * reps, t_blas += best_blas, t_rows += best_rows;
+    }
     free(A), free(W), free(O);
     *rate_rows = flops / t_rows;
     return flops / t_blas;
@@ -246,7 +252,7 @@ int main(int argc, char **argv) {
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
                   "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
-                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the median of 3 timed blocks of %d steps after 3 warm-up steps.\n\n",
+                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the fastest of 5 timed blocks of %d steps after 3 warm-up steps (see the notes below the tables).\n\n",
                   o.steps, date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", o.pe, o.steps);
 
     double rate_rows, rate_blas = sgemm_rate(o.threads, &rate_rows);
@@ -258,7 +264,7 @@ int main(int argc, char **argv) {
     model_acts_alloc(&a, &m, B, T, 1);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
-    double tps = train_tokens_per_s(&m, &a, 3, o.steps, tok, tgt);
+    double tps = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
     memset(model_prof_seconds, 0, sizeof model_prof_seconds);
     model_prof_enabled = 1;
     double psecs = time_train(&m, &a, o.steps < 10 ? o.steps : 10, tok, tgt);

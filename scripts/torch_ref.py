@@ -203,7 +203,8 @@ def loss_and_grads(ck, batch, out):
 
 def bench(V, C, L, H, T, B, steps, threads):
     """Trains the reference model with torch.optim.AdamW on random bytes and
-    prints its training tokens/s (forward, backward, optimiser)."""
+    prints its training tokens/s (forward, backward, optimiser): the fastest
+    of 3 blocks of `steps` steps after 2 warm-up steps."""
     import time
     torch.set_num_threads(threads)
     cfg = dict(vocab=V, ctx=T, d=C, layers=L, heads=H, causal=1, rel_clip=0, t5_buckets=32, t5_max_distance=128,
@@ -227,10 +228,14 @@ def bench(V, C, L, H, T, B, steps, threads):
 
     for _ in range(2):
         step()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    print(f"tokens_per_s {steps * B * T / (time.perf_counter() - t0):.1f}")
+    # the fastest of 3 blocks, as pelab's bench takes its own figure
+    best = 0.0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        best = max(best, steps * B * T / (time.perf_counter() - t0))
+    print(f"tokens_per_s {best:.1f}")
 
 
 def main():

@@ -65,6 +65,7 @@ int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     ops_init_threads(2);
     int passed = 0, failed = 0;
+    run_tests(kernel_tests, n_kernel_tests, &passed, &failed, filter);
     run_tests(grad_tests, n_grad_tests, &passed, &failed, filter);
     run_tests(prop_tests, n_prop_tests, &passed, &failed, filter);
     run_tests(cli_tests, n_cli_tests, &passed, &failed, filter);
