@@ -53,9 +53,40 @@ static void shaw_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     st->work = xmalloc(sizeof(float) * size_mul((size_t)st->NH * st->chunk, (size_t)st->nrel, "shaw scratch"));
 }
 
-static inline int rel_index(int j, int i, int k) {
-    int x = j - i;
-    return (x < -k ? -k : x > k ? k : x) + k;
+// Keys 0..nk-1 of query i fall in three runs by their clipped distance
+// c(j − i): j < lo all in bucket 0 (j − i <= −k), lo <= j < hi in bucket
+// j − i + k, j >= hi all in bucket 2k (j − i >= k). Walking the runs instead
+// of clamping every j lets the middle loops vectorise. The sums into the two
+// end buckets stay serial, in key order, so results are bit-identical to the
+// plain per-key loop.
+static void rel_runs(int i, int k, int nk, int *lo, int *hi) {
+    int a = i - k + 1, b = i + k;
+    a = a < 0 ? 0 : a > nk ? nk : a;
+    b = b < a ? a : b > nk ? nk : b;
+    *lo = a, *hi = b;
+}
+
+// row[j] += g[c(j − i) + k] for every key j
+static void rel_gather_add(float *row, const float *g, int i, int k, int nk) {
+    int lo, hi;
+    rel_runs(i, k, nk, &lo, &hi);
+    float first = g[0], last = g[2 * k];
+    for (int j = 0; j < lo; j++) row[j] += first;
+    for (int j = lo; j < hi; j++) row[j] += g[j - i + k];
+    for (int j = hi; j < nk; j++) row[j] += last;
+}
+
+// a[c(j − i) + k] += row[j] for every key j
+static void rel_scatter_add(float *a, const float *row, int i, int k, int nk) {
+    int lo, hi;
+    rel_runs(i, k, nk, &lo, &hi);
+    float first = a[0];
+    for (int j = 0; j < lo; j++) first += row[j];
+    a[0] = first;
+    for (int j = lo; j < hi; j++) a[j - i + k] += row[j];
+    float last = a[2 * k];
+    for (int j = hi; j < nk; j++) last += row[j];
+    a[2 * k] = last;
 }
 
 static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
@@ -69,7 +100,7 @@ static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, 
     for (int r = 0; r < nq; r++) {
         float *row = s + (size_t)r * lds;
         const float *g = G + (size_t)r * nrel;
-        for (int j = 0; j < nk; j++) row[j] += g[rel_index(j, i0 + r, st->k)];
+        rel_gather_add(row, g, i0 + r, st->k, nk);
     }
 }
 
@@ -85,7 +116,7 @@ static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int
     for (int r = 0; r < nq; r++) {
         const float *row = ds + (size_t)r * lds;
         float *g = dG + (size_t)r * nrel;
-        for (int j = 0; j < nk; j++) g[rel_index(j, i0 + r, st->k)] += row[j];
+        rel_scatter_add(g, row, i0 + r, st->k, nk);
     }
     float sc = 1.0f / sqrtf((float)hs);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, sc, dG, nrel, aK, hs, 1.0f, dq, ld);
@@ -100,7 +131,7 @@ static float *shaw_bucket_weights(shaw_state *st, int h, const float *p, int ldp
     for (int r = 0; r < nq; r++) {
         const float *row = p + (size_t)r * ldp;
         float *a = A + (size_t)r * st->nrel;
-        for (int j = 0; j < nk; j++) a[rel_index(j, i0 + r, st->k)] += row[j];
+        rel_scatter_add(a, row, i0 + r, st->k, nk);
     }
     return A;
 }
@@ -128,7 +159,7 @@ static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int
     for (int r = 0; r < nq; r++) {
         float *row = dp + (size_t)r * lddp;
         const float *a = A + (size_t)r * nrel;
-        for (int j = 0; j < nk; j++) row[j] += a[rel_index(j, i0 + r, st->k)];
+        rel_gather_add(row, a, i0 + r, st->k, nk);
     }
 }
 

@@ -12,6 +12,7 @@
 typedef struct {
     int T;
     int *bucket;  // (2T − 1): bucket of distance n = i − j, at index n + T − 1
+    float *bias;  // (H, 2T − 1): w[bucket, h] laid out by distance, like bucket
 } t5_state;
 
 int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance) {
@@ -38,30 +39,40 @@ static void t5_init(pe_t *pe, param_table *tab) {
 
 static void t5_free(pe_t *pe) {
     t5_state *st = pe->state;
-    if (st) free(st->bucket);
+    if (st) free(st->bucket), free(st->bias);
     free(st);
     pe->state = NULL;
 }
 
+// Sizes the bucket table for T, and spreads the current weights along the
+// distances so that the forward adds a contiguous run (serial; every layer,
+// since the weights change between steps).
 static void t5_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     t5_state *st = pe->state;
-    if (st->bucket && st->T == T) return;
-    free(st->bucket);
-    st->bucket = xmalloc(sizeof(int) * (2 * (size_t)T - 1));
-    for (int n = -(T - 1); n <= T - 1; n++)
-        st->bucket[n + T - 1] = t5_bucket(n, !pe->cfg->causal, pe->cfg->t5_buckets, pe->cfg->t5_max_distance);
-    st->T = T;
+    int H = pe->cfg->heads;
+    size_t n = 2 * (size_t)T - 1;
+    if (!st->bucket || st->T != T) {
+        free(st->bucket), free(st->bias);
+        st->bucket = xmalloc(sizeof(int) * n);
+        st->bias = xmalloc(sizeof(float) * size_mul(n, (size_t)H, "T5 bias table"));
+        for (int d = -(T - 1); d <= T - 1; d++)
+            st->bucket[d + T - 1] = t5_bucket(d, !pe->cfg->causal, pe->cfg->t5_buckets, pe->cfg->t5_max_distance);
+        st->T = T;
+    }
+    const float *w = params + pe->off[0];  // (buckets, H)
+    for (int h = 0; h < H; h++)
+        for (size_t d = 0; d < n; d++) st->bias[h * n + d] = w[st->bucket[d] * H + h];
 }
 
 static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
                              int ld, int i0, int nq, int nk, float *s, int lds) {
     const t5_state *st = pe->state;
-    const float *w = params + pe->off[0];  // (buckets, H)
-    int H = pe->cfg->heads, T = st->T;
+    int T = st->T;
+    const float *bias = st->bias + (size_t)h * (2 * T - 1);
     for (int r = 0; r < nq; r++) {
-        const int *bk = st->bucket + (i0 + r) + T - 1;  // bk[−j] is the bucket of i − j
+        const float *b = bias + (i0 + r) + T - 1;  // b[−j] is w[bucket(i − j), h]
         float *row = s + (size_t)r * lds;
-        for (int j = 0; j < nk; j++) row[j] += w[bk[-j] * H + h];
+        for (int j = 0; j < nk; j++) row[j] += b[-j];
     }
 }
 

@@ -100,12 +100,16 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, co
     float scale = 1.0f / sqrtf((float)hs);
     const float *u = xl_head_vec(pe, params, 1, layer, h), *v = xl_head_vec(pe, params, 2, layer, h);
     float *qv = st->work + h * st->work_per_head, *G = qv + (size_t)st->chunk * hs;
-    // u·k_j, the same for every row
+    // u·k_j, the same for every row (kept in G's space until G is made)
+    float *uk = G;
     for (int j = 0; j < nk; j++) {
-        float uk = 0.0f;
-        for (int e = 0; e < hs; e++) uk += u[e] * k[(size_t)j * ld + e];
-        uk *= scale;
-        for (int r = 0; r < nq; r++) s[(size_t)r * lds + j] += uk;
+        float dot = 0.0f;
+        for (int e = 0; e < hs; e++) dot += u[e] * k[(size_t)j * ld + e];
+        uk[j] = dot * scale;
+    }
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (size_t)r * lds;
+        for (int j = 0; j < nk; j++) row[j] += uk[j];
     }
     // G[r, δ − δlo] = (q_i + v)·R_h[δ], δ from δlo = i0 − nk + 1 to i0 + nq − 1
     int dlo = i0 - nk + 1, nd = nq + nk - 1;
@@ -130,14 +134,19 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     const float *u = xl_head_vec(pe, params, 1, layer, h), *v = xl_head_vec(pe, params, 2, layer, h);
     float *du = xl_head_vec(pe, grads, 1, layer, h), *dv = xl_head_vec(pe, grads, 2, layer, h);
     float *qv = st->work + h * st->work_per_head, *dG = qv + (size_t)st->chunk * hs;
-    // forward: s_ij += u·k_j · scale
+    // forward: s_ij += u·k_j · scale. Column sums of ds, row by row (in
+    // dG's space, before dG is made).
+    float *col = dG;
+    memset(col, 0, sizeof(float) * (size_t)nk);
+    for (int r = 0; r < nq; r++) {
+        const float *row = ds + (size_t)r * lds;
+        for (int j = 0; j < nk; j++) col[j] += row[j];
+    }
     for (int j = 0; j < nk; j++) {
-        float col = 0.0f;
-        for (int r = 0; r < nq; r++) col += ds[(size_t)r * lds + j];
-        col *= scale;
+        float cj = col[j] * scale;
         for (int e = 0; e < hs; e++) {
-            du[e] += col * k[(size_t)j * ld + e];
-            dk[(size_t)j * ld + e] += col * u[e];
+            du[e] += cj * k[(size_t)j * ld + e];
+            dk[(size_t)j * ld + e] += cj * u[e];
         }
     }
     // forward: s_ij += G[i, i − j], G = (Q + v) R_hᵀ · scale

@@ -252,11 +252,14 @@ int main(int argc, char **argv) {
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
                   "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
-                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the fastest of 5 timed blocks of %d steps after 3 warm-up steps (see the notes below the tables).\n\n",
+                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the fastest of 10 timed blocks of %d steps, 5 near the start of the run and 5 near the end; PyTorch's the fastest of 6 blocks, 3 near the start and 3 near the end; the sgemm rate the faster of two passes (the machine is shared and its speed drifts in spells).\n\n",
                   o.steps, date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", o.pe, o.steps);
 
+    // The machine is shared and its speed drifts in spells of tens of
+    // seconds. So the sgemm rate, pelab's training speed and PyTorch's are
+    // each measured twice, once near the start of the run and once near the
+    // end, and each keeps its faster figure.
     double rate_rows, rate_blas = sgemm_rate(o.threads, &rate_rows);
-    double rate = rate_blas > rate_rows ? rate_blas : rate_rows;
 
     model_t m;
     make_model(&m, o.pe);
@@ -265,11 +268,11 @@ int main(int argc, char **argv) {
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
     double tps = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
+    double torch_tps = o.torch ? torch_tokens_per_s(o.steps, o.threads) : -1;
     memset(model_prof_seconds, 0, sizeof model_prof_seconds);
     model_prof_enabled = 1;
     double psecs = time_train(&m, &a, o.steps < 10 ? o.steps : 10, tok, tgt);
     model_prof_enabled = 0;
-    model_acts_free(&a);
     // evaluation: 16 windows of 256 per forward, as eval does
     model_acts e;
     model_acts_alloc(&e, &m, 16, T, 0);
@@ -283,7 +286,20 @@ int main(int argc, char **argv) {
     model_acts_free(&e);
     double flops = flops_per_token();
     double mem_train = child_peak_mib("train", o.pe), mem_eval = child_peak_mib("eval16k", o.pe);
-    double torch_tps = o.torch ? torch_tokens_per_s(o.steps, o.threads) : -1;
+    char *enc = calloc(4096, 1);
+    if (o.encodings) encodings_table(enc, 4096, o.steps);
+    // the second measurements
+    if (o.torch && torch_tps > 0) {
+        double again = torch_tokens_per_s(o.steps, o.threads);
+        if (again > torch_tps) torch_tps = again;
+    }
+    double again = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
+    if (again > tps) tps = again;
+    model_acts_free(&a);
+    double rows2, blas2 = sgemm_rate(o.threads, &rows2);
+    if (blas2 > rate_blas) rate_blas = blas2;
+    if (rows2 > rate_rows) rate_rows = rows2;
+    double rate = rate_blas > rate_rows ? rate_blas : rate_rows;
 
     n += snprintf(report + n, sizeof report - n, "| measure | value |\n|---|---|\n");
     n += snprintf(report + n, sizeof report - n, "| training tokens/s (forward + backward + AdamW) | %.0f |\n", tps);
@@ -307,7 +323,8 @@ int main(int argc, char **argv) {
     for (int k = 0; k < PROF_N; k++)
         n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% |\n", names[k], 100.0 * model_prof_seconds[k] / psecs);
     n += snprintf(report + n, sizeof report - n, "| other (embedding, zeroing, bookkeeping) | %.1f%% |\n", 100.0 * (psecs - tot) / psecs);
-    if (o.encodings) n += encodings_table(report + n, sizeof report - n, o.steps);
+    n += snprintf(report + n, sizeof report - n, "%s", enc);
+    free(enc);
     fputs(report, stdout);
     FILE *f = fopen(o.out, "w");
     if (!f || fputs(report, f) < 0) {
