@@ -469,6 +469,8 @@ int main(int argc, char **argv) {
     train_report tr = {start_step, 0.0, 0.0, 0.0};
     long end_step = o.stop_at && o.stop_at < o.steps ? o.stop_at : o.steps;
     if (start_step < end_step) {
+        char fit[512];
+        if (!model_fits_in_memory(&m, B, T, 1, fit, sizeof fit)) die_runtime("%s", fit);
         model_acts a;
         model_acts_alloc(&a, &m, B, T, 1);
         size_t BT = (size_t)B * T;

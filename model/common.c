@@ -94,3 +94,16 @@ double now_seconds(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+double mem_available_bytes(void) {
+    const char *test = getenv("PELAB_TEST_MEM_AVAILABLE");
+    if (test) return atof(test);
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    double kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+    fclose(f);
+    return kib < 0 ? -1 : kib * 1024.0;
+}

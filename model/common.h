@@ -29,6 +29,11 @@ void *xcalloc_at(size_t count, size_t size, const char *file, int line);
 #define xmalloc(n) xmalloc_at((n), __FILE__, __LINE__)
 #define xcalloc(c, s) xcalloc_at((c), (s), __FILE__, __LINE__)
 
+// Memory the kernel says can be allocated without swapping (MemAvailable in
+// /proc/meminfo), in bytes; -1 when unknown. PELAB_TEST_MEM_AVAILABLE
+// (bytes) overrides it for the tests.
+double mem_available_bytes(void);
+
 // Multiplies sizes, refusing (exit 2) a product that overflows size_t.
 size_t size_mul(size_t a, size_t b, const char *what);
 

@@ -31,6 +31,7 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     int B = EVAL_BATCH_TOKENS / L;
     if (B < 1) B = 1;
     if ((size_t)B > windows) B = (int)windows;
+    if (!model_fits_in_memory(m, B, L, 0, r->err, sizeof r->err)) return;
     model_acts a;
     model_acts_alloc(&a, m, B, L, 0);
     size_t BT = (size_t)B * L;

@@ -163,46 +163,93 @@ static int max_threads(void) {
 #endif
 }
 
+// The activation buffers of model_acts and their sizes in floats, for a
+// batch (B, T): one table that both the allocation and the memory estimate
+// read. Returns the number of entries.
+typedef struct {
+    float **slot;
+    size_t n;
+} acts_buffer;
+
+static int acts_layout(model_acts *a, const model_t *m, int B, int T, int training, acts_buffer *out) {
+    const model_config *c = &m->cfg;
+    size_t BT = size_mul((size_t)B, (size_t)T, "batch x context");
+    size_t C = c->d_model, V = c->vocab, NH = c->heads;
+    size_t L = training ? (size_t)c->layers : 1;  // evaluation reuses one layer's buffers
+    size_t BTC = size_mul(BT, C, "activations"), LBTC = size_mul(L, BTC, "activations");
+    int k = 0;
+#define BUF(field, count) out[k++] = (acts_buffer){&a->field, (count)}
+    BUF(encoded, BTC);
+    BUF(ln1, LBTC);
+    BUF(ln1_mean, L * BT);
+    BUF(ln1_rstd, L * BT);
+    BUF(qkv, size_mul(3, LBTC, "activations"));
+    if (training)
+        BUF(att, size_mul(size_mul(L * NH, BT, "attention"), (size_t)T, "attention weights (B*heads*ctx*ctx)"));
+    BUF(atty, LBTC);
+    BUF(res2, LBTC);
+    BUF(ln2, LBTC);
+    BUF(ln2_mean, L * BT);
+    BUF(ln2_rstd, L * BT);
+    BUF(fch, size_mul(4, LBTC, "activations"));
+    BUF(fch_gelu, 4 * LBTC);
+    BUF(res3, LBTC);
+    BUF(lnf, BTC);
+    BUF(lnf_mean, BT);
+    BUF(lnf_rstd, BT);
+    BUF(logits, size_mul(BT, V, "logits"));
+    BUF(probs, BT * V);
+    BUF(scratch, size_mul((size_t)max_threads(), attn_scratch_floats(T), "attention scratch"));
+    if (training) {
+        BUF(dres, BTC);
+        BUF(dln, BTC);
+        BUF(datty, BTC);
+        BUF(dfch, 4 * BTC);
+        BUF(dfch_gelu, 4 * BTC);
+        BUF(dqkv, 3 * BTC);
+        BUF(dlogits, BT * V);
+    }
+#undef BUF
+    return k;
+}
+
+enum { ACTS_MAX_BUFFERS = 32 };
+
+double model_acts_bytes(const model_t *m, int B, int T, int training) {
+    model_acts a;
+    acts_buffer buf[ACTS_MAX_BUFFERS];
+    int n = acts_layout(&a, m, B, T, training, buf);
+    double bytes = 0;
+    for (int i = 0; i < n; i++) bytes += (double)buf[i].n * sizeof(float);
+    return bytes;
+}
+
+double model_run_bytes(const model_t *m, int B, int T, int training) {
+    double bytes = model_acts_bytes(m, B, T, training);
+    const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
+    for (int i = 0; i < 2; i++)
+        if (slots[i]->ops && slots[i]->ops->table_floats) bytes += (double)slots[i]->ops->table_floats(slots[i], T) * sizeof(float);
+    return bytes;
+}
+
+int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err, size_t cap) {
+    double need = model_run_bytes(m, B, T, training), have = mem_available_bytes();
+    if (have < 0 || need <= have) return 1;
+    const double mib = 1024.0 * 1024.0;
+    snprintf(err, cap, "%s at batch %d x ctx %d needs about %.0f MiB of activations, more than the %.0f MiB of memory available; %s",
+             training ? "training" : "evaluation", B, T, need / mib, have / mib,
+             training ? "lower --batch or --ctx, or use a smaller model" : "evaluate a shorter length or a smaller model");
+    return 0;
+}
+
 void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int training) {
     memset(a, 0, sizeof *a);
     a->B = B;
     a->T = T;
     a->training = training;
-    const model_config *c = &m->cfg;
-    size_t BT = size_mul((size_t)B, (size_t)T, "batch x context");
-    size_t C = c->d_model, V = c->vocab, NH = c->heads;
-    size_t L = training ? (size_t)c->layers : 1;
-    size_t BTC = size_mul(BT, C, "activations");
-    a->encoded = xmalloc(sizeof(float) * BTC);
-    a->ln1 = xmalloc(sizeof(float) * size_mul(L, BTC, "activations"));
-    a->ln1_mean = xmalloc(sizeof(float) * L * BT);
-    a->ln1_rstd = xmalloc(sizeof(float) * L * BT);
-    a->qkv = xmalloc(sizeof(float) * size_mul(L, 3 * BTC, "activations"));
-    if (training)
-        a->att = xmalloc(sizeof(float) * size_mul(size_mul(L * NH, BT, "attention"), (size_t)T, "attention weights (B*heads*ctx*ctx)"));
-    a->atty = xmalloc(sizeof(float) * L * BTC);
-    a->res2 = xmalloc(sizeof(float) * L * BTC);
-    a->ln2 = xmalloc(sizeof(float) * L * BTC);
-    a->ln2_mean = xmalloc(sizeof(float) * L * BT);
-    a->ln2_rstd = xmalloc(sizeof(float) * L * BT);
-    a->fch = xmalloc(sizeof(float) * size_mul(L, 4 * BTC, "activations"));
-    a->fch_gelu = xmalloc(sizeof(float) * L * 4 * BTC);
-    a->res3 = xmalloc(sizeof(float) * L * BTC);
-    a->lnf = xmalloc(sizeof(float) * BTC);
-    a->lnf_mean = xmalloc(sizeof(float) * BT);
-    a->lnf_rstd = xmalloc(sizeof(float) * BT);
-    a->logits = xmalloc(sizeof(float) * size_mul(BT, V, "logits"));
-    a->probs = xmalloc(sizeof(float) * BT * V);
-    a->scratch = xmalloc(sizeof(float) * size_mul((size_t)max_threads(), attn_scratch_floats(T), "attention scratch"));
-    if (training) {
-        a->dres = xmalloc(sizeof(float) * BTC);
-        a->dln = xmalloc(sizeof(float) * BTC);
-        a->datty = xmalloc(sizeof(float) * BTC);
-        a->dfch = xmalloc(sizeof(float) * 4 * BTC);
-        a->dfch_gelu = xmalloc(sizeof(float) * 4 * BTC);
-        a->dqkv = xmalloc(sizeof(float) * 3 * BTC);
-        a->dlogits = xmalloc(sizeof(float) * BT * V);
-    }
+    acts_buffer buf[ACTS_MAX_BUFFERS];
+    int n = acts_layout(a, m, B, T, training, buf);
+    for (int i = 0; i < n; i++) *buf[i].slot = xmalloc(size_mul(buf[i].n, sizeof(float), "activations"));
 }
 
 void model_acts_free(model_acts *a) {

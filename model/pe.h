@@ -6,6 +6,7 @@
 //   input_*           absolute encodings: x (B, T, C) += P(t)
 //   qk_*              transform q and k in place (RoPE)
 //   layer_begin       per-layer work before attention's forward (XL: W_R r)
+//   table_floats      the size of the tables it keeps for a context of T
 //   score_*           add a bias to the scaled scores s_ij of one head
 //   value_*           add to the attention output of one head (Shaw's aV)
 //   layer_end         per-layer work after attention's backward (reductions)
@@ -44,6 +45,9 @@ typedef struct pe_ops {
     void (*qk_backward)(pe_t *pe, float *dqkv, int B, int T);
 
     void (*layer_begin)(pe_t *pe, const float *params, int layer, int T);
+    // Floats of tables and scratch the encoding allocates for a context of T
+    // (for the memory estimate before a long evaluation); NULL = negligible.
+    size_t (*table_floats)(const pe_t *pe, int T);
     void (*layer_end)(pe_t *pe, const float *params, float *grads, int layer, int T);
 
     // One head h of one sequence: query rows i0..i0+nq-1, keys 0..nk-1.

@@ -64,6 +64,10 @@ static void t5_layer_begin(pe_t *pe, const float *params, int layer, int T) {
         for (size_t d = 0; d < n; d++) st->bias[h * n + d] = w[st->bucket[d] * H + h];
 }
 
+static size_t t5_table_floats(const pe_t *pe, int T) {
+    return (pe->cfg->heads + 1) * (2 * (size_t)T - 1);  // bias by distance, and the buckets
+}
+
 static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
                              int ld, int i0, int nq, int nk, float *s, int lds) {
     const t5_state *st = pe->state;
@@ -95,6 +99,7 @@ const pe_ops pe_t5_ops = {
     .init = t5_init,
     .free = t5_free,
     .layer_begin = t5_layer_begin,
+    .table_floats = t5_table_floats,
     .score_forward = t5_score_forward,
     .score_backward = t5_score_backward,
 };

@@ -68,6 +68,13 @@ static void xl_sizes(pe_t *pe, int T) {
     st->T = T;
 }
 
+static size_t xl_table_floats(const pe_t *pe, int T) {
+    const model_config *c = pe->cfg;
+    size_t n = 2 * (size_t)T - 1, hs = c->d_model / c->heads;
+    // r, R (one per layer), dR, and each head's (chunk, hs) + (chunk, chunk + T − 1)
+    return (c->layers + 2) * n * c->d_model + c->heads * (attn_chunk * hs + attn_chunk * ((size_t)attn_chunk + T - 1));
+}
+
 static void xl_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     // R = r · W_Rᵀ, i.e. R_δ = W_R r_δ
     xl_sizes(pe, T);
@@ -178,6 +185,7 @@ const pe_ops pe_xl_ops = {
     .init = xl_init,
     .free = xl_free,
     .layer_begin = xl_layer_begin,
+    .table_floats = xl_table_floats,
     .layer_end = xl_layer_end,
     .score_forward = xl_score_forward,
     .score_backward = xl_score_backward,

@@ -301,6 +301,25 @@ static int test_nan_keeps_last_checkpoint(void) {
     return fails;
 }
 
+// A size that does not fit in the memory available is refused before any
+// allocation (Linux would overcommit and the OOM killer strike later):
+// training exits 1 with a message; an evaluation length is refused alone.
+// PELAB_TEST_MEM_AVAILABLE stands in for /proc/meminfo.
+static int test_memory_refusal(void) {
+    int fails = 0;
+    child_env = "PELAB_TEST_MEM_AVAILABLE=4000000";
+    int s = run_train(SMALL " --steps 5 --batch 512");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1, "oversized training exited %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "memory available") && strstr(err_buf, "--batch"), "stderr: %s", err_buf);
+    child_env = "PELAB_TEST_MEM_AVAILABLE=10000000";
+    s = run_train(SMALL " --steps 5 --eval-ctx 32,16384");
+    child_env = NULL;
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "run with one oversized eval length exited %d: %s", WEXITSTATUS(s), err_buf);
+    EXPECT(strstr(out_buf, "eval ctx=32 loss=") && strstr(out_buf, "eval ctx=16384 refused"), "stdout: %s", out_buf);
+    EXPECT(strstr(err_buf, "ctx=16384") && strstr(err_buf, "memory available"), "stderr: %s", err_buf);
+    return fails;
+}
+
 // SIGINT mid-run: exit 130 after saving; resuming gives the same bytes as a
 // run that was never interrupted.
 static int test_sigint_then_resume(void) {
@@ -386,6 +405,7 @@ const test_case cli_tests[] = {
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"cli/kill_during_save_leaves_loadable_checkpoint", test_kill_during_save},
     {"cli/nan_keeps_last_checkpoint", test_nan_keeps_last_checkpoint},
+    {"cli/memory_refusal", test_memory_refusal},
     {"cli/sigint_then_resume_equals_uninterrupted", test_sigint_then_resume},
     {"cli/bad_input_table", test_bad_input_table},
     {"cli/help_lists_every_option", test_help_lists_every_option},
