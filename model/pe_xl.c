@@ -14,6 +14,7 @@
 
 #include "model.h"
 #include "attn.h"
+#include "ops.h"
 
 typedef struct {
     int T, L, NH, chunk;
@@ -80,16 +81,14 @@ static void xl_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     xl_sizes(pe, T);
     xl_state *st = pe->state;
     int C = pe->cfg->d_model, n = 2 * T - 1;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, C, C, 1.0f, st->r, C,
-                params + pe->off[0] + (size_t)layer * C * C, C, 0.0f, st->R + (size_t)layer * n * C, C);
+    matmul_forward(st->R + (size_t)layer * n * C, st->r, params + pe->off[0] + (size_t)layer * C * C, NULL, n, C, C);
 }
 
 static void xl_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
     // forward: R = r · W_Rᵀ  →  dW_R += dRᵀ · r
     xl_state *st = pe->state;
     int C = pe->cfg->d_model, n = 2 * T - 1;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, C, n, 1.0f, st->dR, C, st->r, C, 1.0f,
-                grads + pe->off[0] + (size_t)layer * C * C, C);
+    matmul_backward(NULL, grads + pe->off[0] + (size_t)layer * C * C, NULL, st->dR, st->r, NULL, n, C, C);
     memset(st->dR, 0, sizeof(float) * (size_t)n * C);
 }
 
