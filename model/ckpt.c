@@ -1,8 +1,10 @@
 // ckpt.c — see ckpt.h.
 #include "ckpt.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +69,30 @@ static int write_all(int fd, const void *p, size_t n, uint32_t *crc) {
     return 0;
 }
 
+// Removes temporary files "PATH.tmp.PID" that a killed save left behind:
+// those whose process no longer exists. A live PID (another run saving to
+// the same path, or an unrelated process that reused the number) keeps its
+// file; stale files were never read, so this only tidies.
+static void remove_stale_temporaries(const char *path, const char *dir) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(name + blen + 5, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char full[4096];
+        if (snprintf(full, sizeof full, "%s/%s", dir, name) < (int)sizeof full) unlink(full);
+    }
+    closedir(d);
+}
+
 int ckpt_save(const char *path, const model_t *m, const train_state *st, int with_optimizer, char *err, size_t errlen) {
     size_t plen = strlen(path);
     char *tmp = xmalloc(plen + 32);
@@ -113,6 +139,7 @@ int ckpt_save(const char *path, const model_t *m, const train_state *st, int wit
         fsync(dfd);
         close(dfd);
     }
+    remove_stale_temporaries(path, dir);
     free(dir);
     return 0;
 }

@@ -2,6 +2,7 @@
 // combination or file exits with status 2 (usage) or 1 (runtime), names the
 // problem on stderr, and is never killed by a signal; and the good paths
 // (resume, load, json, refusal per length) do what the README says.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -380,6 +381,29 @@ static int test_kill_during_save(void) {
     }
     EXPECT(loaded >= 6, "only %d of 12 rounds had a checkpoint to check", loaded);
     printf("    %d checkpoints loaded after SIGKILL mid-run\n", loaded);
+    // The next save tidies the killed runs' temporary files, and a planted
+    // one of a finished process, but not one whose process is alive.
+    pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    waitpid(gone, NULL, 0);
+    char stale[64], live[64];
+    snprintf(stale, sizeof stale, "kill.ck.tmp.%ld", (long)gone);
+    snprintf(live, sizeof live, "kill.ck.tmp.%ld", (long)getpid());
+    char stale_path[512], live_path[512];
+    snprintf(stale_path, sizeof stale_path, "%s", tmp_path(stale));
+    snprintf(live_path, sizeof live_path, "%s", tmp_path(live));
+    fclose(fopen(stale_path, "w"));
+    fclose(fopen(live_path, "w"));
+    int s = run_train(SMALL " --steps 2 --save {T}/kill.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "saving run: %s", err_buf);
+    EXPECT(access(stale_path, F_OK) != 0, "%s was not removed", stale);
+    EXPECT(access(live_path, F_OK) == 0, "%s (a live process's) was removed", live);
+    unlink(live_path);
+    int left = 0;
+    DIR *d = opendir(tmp_path(""));
+    for (struct dirent *e; d && (e = readdir(d));) left += strncmp(e->d_name, "kill.ck.tmp.", 12) == 0;
+    if (d) closedir(d);
+    EXPECT(left == 0, "%d temporary files left after the next save", left);
     return fails;
 }
 
