@@ -171,8 +171,10 @@ typedef struct {
     size_t n;
 } acts_buffer;
 
+// With m NULL only the slots are listed (every size 0): what freeing needs.
 static int acts_layout(model_acts *a, const model_t *m, int B, int T, int training, acts_buffer *out) {
-    const model_config *c = &m->cfg;
+    static const model_config none;
+    const model_config *c = m ? &m->cfg : &none;
     size_t BT = size_mul((size_t)B, (size_t)T, "batch x context");
     size_t C = c->d_model, V = c->vocab, NH = c->heads;
     size_t L = training ? (size_t)c->layers : 1;  // evaluation reuses one layer's buffers
@@ -215,17 +217,13 @@ static int acts_layout(model_acts *a, const model_t *m, int B, int T, int traini
 
 enum { ACTS_MAX_BUFFERS = 32 };
 
-double model_acts_bytes(const model_t *m, int B, int T, int training) {
+// Bytes model_acts_alloc takes for (B, T), plus the encodings' tables.
+static double run_bytes(const model_t *m, int B, int T, int training) {
     model_acts a;
     acts_buffer buf[ACTS_MAX_BUFFERS];
     int n = acts_layout(&a, m, B, T, training, buf);
     double bytes = 0;
     for (int i = 0; i < n; i++) bytes += (double)buf[i].n * sizeof(float);
-    return bytes;
-}
-
-double model_run_bytes(const model_t *m, int B, int T, int training) {
-    double bytes = model_acts_bytes(m, B, T, training);
     const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
     for (int i = 0; i < 2; i++)
         if (slots[i]->ops && slots[i]->ops->table_floats) bytes += (double)slots[i]->ops->table_floats(slots[i], T) * sizeof(float);
@@ -233,7 +231,7 @@ double model_run_bytes(const model_t *m, int B, int T, int training) {
 }
 
 int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err, size_t cap) {
-    double need = model_run_bytes(m, B, T, training), have = mem_available_bytes();
+    double need = run_bytes(m, B, T, training), have = mem_available_bytes();
     if (have < 0 || need <= have) return 1;
     const double mib = 1024.0 * 1024.0;
     snprintf(err, cap, "%s at batch %d x ctx %d needs about %.0f MiB of activations, more than the %.0f MiB of memory available; %s",
@@ -253,11 +251,9 @@ void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int trainin
 }
 
 void model_acts_free(model_acts *a) {
-    float *bufs[] = {a->encoded, a->ln1, a->ln1_mean, a->ln1_rstd, a->qkv, a->att, a->atty, a->res2,
-                     a->ln2, a->ln2_mean, a->ln2_rstd, a->fch, a->fch_gelu, a->res3, a->lnf,
-                     a->lnf_mean, a->lnf_rstd, a->logits, a->probs, a->scratch, a->dres, a->dln,
-                     a->datty, a->dfch, a->dfch_gelu, a->dqkv, a->dlogits};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    acts_buffer buf[ACTS_MAX_BUFFERS];
+    int n = acts_layout(a, NULL, a->B, a->T, a->training, buf);
+    for (int i = 0; i < n; i++) free(*buf[i].slot);
     memset(a, 0, sizeof *a);
 }
 

@@ -62,9 +62,6 @@ void model_init_weights(model_t *m, unsigned long long seed);
 size_t model_num_params(const model_t *m);
 
 void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int training);
-// Bytes model_acts_alloc takes for (B, T); with the encodings' tables too.
-double model_acts_bytes(const model_t *m, int B, int T, int training);
-double model_run_bytes(const model_t *m, int B, int T, int training);
 // 1 when a run at (B, T) fits in the memory available now (or that is
 // unknown); else 0, with a message for the user in err. Linux overcommits,
 // so without this an impossible size is not refused by malloc but killed

@@ -17,9 +17,10 @@
 #include <omp.h>
 #endif
 
-// OpenBLAS runs single-threaded (see ops_init_threads); the matrix products
-// are split into row blocks, one per OpenMP thread, so the two thread pools
-// never compete for the cores. The split depends on the thread count, so
+// This thread's share [lo, hi) of n items, one contiguous block per OpenMP
+// thread. The matrix products split their rows this way while OpenBLAS runs
+// single-threaded (see ops_init_threads), so the two thread pools never
+// compete for the cores. The split depends on the thread count, so
 // bit-identical runs need the same --threads.
 static void block_range(size_t n, size_t *lo, size_t *hi) {
 #ifdef _OPENMP

@@ -42,6 +42,11 @@ static void xl_free(pe_t *pe) {
     pe->state = NULL;
 }
 
+// Floats of one head's scratch: (chunk, hs) for q + v, then G, (chunk, chunk + T − 1).
+static size_t xl_work_per_head(int chunk, int hs, int T) {
+    return (size_t)chunk * hs + (size_t)chunk * ((size_t)chunk + T - 1);
+}
+
 // Sizes the tables for T and fills r_δ, interleaved like SPEC's sinusoidal
 // table: r[2i] = sin(δ/10000^(2i/d)), r[2i+1] = cos(δ/10000^(2i/d)).
 static void xl_sizes(pe_t *pe, int T) {
@@ -54,7 +59,7 @@ static void xl_sizes(pe_t *pe, int T) {
     st->R = xmalloc(sizeof(float) * size_mul((size_t)c->layers * n, (size_t)C, "xl table"));
     st->dR = xcalloc((size_t)n * C, sizeof(float));
     st->chunk = attn_chunk;
-    st->work_per_head = (size_t)st->chunk * hs + (size_t)st->chunk * (st->chunk + T - 1);
+    st->work_per_head = xl_work_per_head(st->chunk, hs, T);
     st->work = xmalloc(sizeof(float) * size_mul(st->work_per_head, (size_t)c->heads, "xl scratch"));
     for (int d = -(T - 1); d <= T - 1; d++) {
         int dc = d;
@@ -72,8 +77,8 @@ static void xl_sizes(pe_t *pe, int T) {
 static size_t xl_table_floats(const pe_t *pe, int T) {
     const model_config *c = pe->cfg;
     size_t n = 2 * (size_t)T - 1, hs = c->d_model / c->heads;
-    // r, R (one per layer), dR, and each head's (chunk, hs) + (chunk, chunk + T − 1)
-    return (c->layers + 2) * n * c->d_model + c->heads * (attn_chunk * hs + attn_chunk * ((size_t)attn_chunk + T - 1));
+    // r, R (one per layer), dR, and each head's scratch
+    return (c->layers + 2) * n * c->d_model + c->heads * xl_work_per_head(attn_chunk, (int)hs, T);
 }
 
 static void xl_layer_begin(pe_t *pe, const float *params, int layer, int T) {

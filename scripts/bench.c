@@ -44,7 +44,17 @@ static double flops_per_token(void) {
     return 3.0 * fwd;
 }
 
-static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tgt);
+static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tgt) {
+    adamw_hparams hp = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    double t0 = now_seconds();
+    for (int s = 0; s < steps; s++) {
+        model_forward(m, a, tok, tgt, NULL);
+        model_zero_grad(m);
+        model_backward(m, a, tok, tgt, NULL);
+        model_adamw_step(m, &hp, 1.0f, s + 1);
+    }
+    return now_seconds() - t0;
+}
 
 // Training tokens/s of the fastest of `blocks` timed blocks of `steps` steps
 // after 3 warm-up steps. The machine is shared and its speed drifts by ±20%
@@ -93,18 +103,6 @@ static int encodings_table(char *out, size_t cap, int steps) {
     }
     free(tok), free(tgt);
     return n;
-}
-
-static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tgt) {
-    adamw_hparams hp = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
-    double t0 = now_seconds();
-    for (int s = 0; s < steps; s++) {
-        model_forward(m, a, tok, tgt, NULL);
-        model_zero_grad(m);
-        model_backward(m, a, tok, tgt, NULL);
-        model_adamw_step(m, &hp, 1.0f, s + 1);
-    }
-    return now_seconds() - t0;
 }
 
 // The best sgemm rate at the model's shapes: OpenBLAS threading itself on one

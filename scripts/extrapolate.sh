@@ -12,10 +12,6 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/train-short.sh
 . scripts/train-short.sh
 ENCODINGS=${ENCODINGS:-"none sinusoidal learned rope alibi t5 xl shaw"}
-mkdir -p "$OUT"
-make -s train plot
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 lengths="$L,$((2 * L)),$((4 * L)),$((8 * L)),$((16 * L))"
 csv="$OUT/extrapolation.csv"
 echo "pe,ctx,loss,ppl" > "$csv"

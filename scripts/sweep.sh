@@ -13,10 +13,6 @@ cd "$(dirname "$0")/.."
 SIN_BASES=${SIN_BASES:-"100 1000 10000 100000"}
 ROPE_BASES=${ROPE_BASES:-"100 1000 10000 100000 1000000"}
 CLIPS=${CLIPS:-"2 4 8 16 32"}
-mkdir -p "$OUT"
-make -s train plot
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 csv="$OUT/sweep.csv"
 echo "sweep,value,ppl_L,ppl_8L" > "$csv"
 start=$(date +%s)

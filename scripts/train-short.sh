@@ -1,5 +1,6 @@
 # train-short.sh — sourced by extrapolate.sh and sweep.sh: their KEY=VALUE
-# arguments and the budget they share (train at L on DATA for STEPS at LR).
+# arguments, the budget they share (train at L on DATA for STEPS at LR), the
+# build, and a scratch directory $tmp removed on exit.
 for kv in "$@"; do
   case "$kv" in
     *=*) export "${kv%%=*}"="${kv#*=}" ;;
@@ -12,3 +13,7 @@ STEPS=${STEPS:-3000}
 LR=${LR:-3e-3}
 ARGS=${ARGS:-}
 OUT=${OUT:-results}
+mkdir -p "$OUT"
+make -s train plot
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT

@@ -36,6 +36,9 @@ void test_randomise_weights(model_t *m, unsigned long long seed);
 // per row) — or seg all 0 when causal.
 void test_random_batch(int B, int T, int V, int causal, unsigned long long seed, int *tok, int *tgt, int *seg);
 
+// x (n) ~ N(0, std²), from its own seeded stream.
+void test_fill_normal(float *x, size_t n, float std, unsigned long long seed);
+
 // The suites; each returns its failed-check count and prints one line per test.
 int run_tests(const test_case *tests, int n, int *passed, int *failed, const char *filter);
 

@@ -27,11 +27,6 @@ static double dot(const float *w, const float *y, size_t n) {
     return s;
 }
 
-static void fill_normal(float *x, size_t n, float std, unsigned long long seed) {
-    rng_t r = {seed};
-    for (size_t i = 0; i < n; i++) x[i] = std * rng_normal(&r);
-}
-
 // Compares analytic gradient g of f at x with central differences, at every
 // index when n is small, else at `samples` random ones.
 typedef double (*scalar_fn)(void *ctx);
@@ -69,10 +64,10 @@ static double ln_loss(void *p) {
 static int test_layernorm_grad(void) {
     int fails = 0, N = 6, C = 9;
     ln_ctx c = {malloc(4 * N * C), malloc(4 * N), malloc(4 * N), malloc(4 * N * C), malloc(4 * C), malloc(4 * C), malloc(4 * N * C), N, C};
-    fill_normal(c.inp, N * C, 1.0f, 1);
-    fill_normal(c.w, C, 1.0f, 2);
-    fill_normal(c.b, C, 1.0f, 3);
-    fill_normal(c.dout, N * C, 1.0f, 4);
+    test_fill_normal(c.inp, N * C, 1.0f, 1);
+    test_fill_normal(c.w, C, 1.0f, 2);
+    test_fill_normal(c.b, C, 1.0f, 3);
+    test_fill_normal(c.dout, N * C, 1.0f, 4);
     float *dinp = calloc(N * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
     ln_loss(&c);
     layernorm_backward(dinp, dw, db, c.dout, c.inp, c.w, c.mean, c.rstd, N, C);
@@ -97,10 +92,10 @@ static double mm_loss(void *p) {
 static int test_matmul_grad(void) {
     int fails = 0, N = 5, IC = 7, OC = 6;
     mm_ctx c = {malloc(4 * N * OC), malloc(4 * N * IC), malloc(4 * OC * IC), malloc(4 * OC), malloc(4 * N * OC), N, IC, OC};
-    fill_normal(c.inp, N * IC, 1.0f, 5);
-    fill_normal(c.w, OC * IC, 1.0f, 6);
-    fill_normal(c.bias, OC, 1.0f, 7);
-    fill_normal(c.dout, N * OC, 1.0f, 8);
+    test_fill_normal(c.inp, N * IC, 1.0f, 5);
+    test_fill_normal(c.w, OC * IC, 1.0f, 6);
+    test_fill_normal(c.bias, OC, 1.0f, 7);
+    test_fill_normal(c.dout, N * OC, 1.0f, 8);
     float *dinp = calloc(N * IC, 4), *dw = calloc(OC * IC, 4), *db = calloc(OC, 4);
     mm_loss(&c);
     matmul_backward(dinp, dw, db, c.dout, c.inp, c.w, N, IC, OC);
@@ -124,8 +119,8 @@ static double gelu_loss(void *p) {
 static int test_gelu_grad(void) {
     int n = 64;
     gelu_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), n};
-    fill_normal(c.inp, n, 2.0f, 9);
-    fill_normal(c.dout, n, 1.0f, 10);
+    test_fill_normal(c.inp, n, 2.0f, 9);
+    test_fill_normal(c.dout, n, 1.0f, 10);
     float *dinp = calloc(n, 4);
     gelu_loss(&c);
     gelu_backward(dinp, c.inp, c.dout, n);
@@ -149,7 +144,7 @@ static int test_crossentropy_grad(void) {
     int N = 7, V = 11;
     int targets[7] = {3, -1, 0, 10, 5, -1, 2};
     ce_ctx c = {malloc(4 * N * V), malloc(4 * N * V), targets, N, V};
-    fill_normal(c.logits, N * V, 2.0f, 11);
+    test_fill_normal(c.logits, N * V, 2.0f, 11);
     float *dl = calloc(N * V, 4);
     ce_loss(&c);
     crossentropy_backward(dl, c.probs, targets, N, V, 5, 1.0f);
@@ -194,8 +189,8 @@ static int attention_grad_case(const char *pe, int causal) {
     test_random_batch(B, T, cfg.vocab, causal, 3, tok, tgt, seg);
     at_ctx c = {&m, malloc(4 * BTC), malloc(4 * BTC * cfg.heads / C * T), malloc(12 * BTC), malloc(12 * BTC),
                 malloc(4 * BTC), malloc(sizeof(float) * 4 * attn_scratch_floats(T)), seg, B, T};
-    fill_normal(c.qkv_in, 3 * BTC, 1.0f, 22);
-    fill_normal(c.dout, BTC, 1.0f, 23);
+    test_fill_normal(c.qkv_in, 3 * BTC, 1.0f, 22);
+    test_fill_normal(c.dout, BTC, 1.0f, 23);
     float *dqkv = calloc(3 * BTC, 4);
     at_loss(&c);
     model_zero_grad(&m);

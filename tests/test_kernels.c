@@ -12,11 +12,6 @@
 #include "../model/ops.h"
 #include "test.h"
 
-static void fill(float *x, size_t n, float std, unsigned long long seed) {
-    rng_t r = {seed};
-    for (size_t i = 0; i < n; i++) x[i] = std * rng_normal(&r);
-}
-
 // max(err, e) that lets a NaN through (fmax would drop it).
 static double worse(double err, double e) { return e > err || isnan(e) ? e : err; }
 
@@ -58,7 +53,7 @@ static int test_gelu(void) {
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
     float *dy = malloc(sizeof(float) * n), *dx = calloc(n, sizeof(float));
     for (size_t i = 0; i < n; i++) x[i] = -30.0f + 60.0f * (float)i / (float)(n - 1);
-    fill(dy, n, 1.0f, 3);
+    test_fill_normal(dy, n, 1.0f, 3);
     gelu_forward(y, x, n);
     gelu_backward(dx, x, dy, n);
     double worst_y = 0, worst_d = 0;
@@ -92,7 +87,7 @@ static int test_matmul(void) {
             float *x = malloc(sizeof(float) * N * IC), *w = malloc(sizeof(float) * OC * IC), *b = malloc(sizeof(float) * OC);
             float *y = malloc(sizeof(float) * N * OC), *dy = malloc(sizeof(float) * N * OC);
             float *dx = malloc(sizeof(float) * N * IC), *dw = malloc(sizeof(float) * OC * IC), *db = malloc(sizeof(float) * OC);
-            fill(x, (size_t)N * IC, 1, 1), fill(w, (size_t)OC * IC, 1, 2), fill(b, OC, 1, 3), fill(dy, (size_t)N * OC, 1, 4);
+            test_fill_normal(x, (size_t)N * IC, 1, 1), test_fill_normal(w, (size_t)OC * IC, 1, 2), test_fill_normal(b, OC, 1, 3), test_fill_normal(dy, (size_t)N * OC, 1, 4);
             // backward adds: start from known values
             for (int i = 0; i < N * IC; i++) dx[i] = 0.5f;
             for (int i = 0; i < OC * IC; i++) dw[i] = -0.25f;
@@ -140,7 +135,7 @@ static int test_layernorm(void) {
         float *y = malloc(sizeof(float) * N * C), *dy = malloc(sizeof(float) * N * C), *mean = malloc(sizeof(float) * N);
         float *rstd = malloc(sizeof(float) * N), *dx = calloc((size_t)N * C, sizeof(float));
         float *dw = calloc(C, sizeof(float)), *db = calloc(C, sizeof(float));
-        fill(x, (size_t)N * C, 2, 5), fill(w, C, 1, 6), fill(b, C, 1, 7), fill(dy, (size_t)N * C, 1, 8);
+        test_fill_normal(x, (size_t)N * C, 2, 5), test_fill_normal(w, C, 1, 6), test_fill_normal(b, C, 1, 7), test_fill_normal(dy, (size_t)N * C, 1, 8);
         for (int i = 0; i < N * C; i++) x[i] += 3.0f;  // an offset the mean must remove
         layernorm_forward(y, mean, rstd, x, w, b, N, C);
         layernorm_backward(dx, dw, db, dy, x, w, mean, rstd, N, C);
@@ -183,7 +178,7 @@ static int test_attention_softmax_paths(void) {
     float *qkv = malloc(sizeof(float) * B * T * 3 * C), *y = malloc(sizeof(float) * B * T * C);
     float *scratch = malloc(sizeof(float) * 2 * attn_scratch_floats(T));
     int *seg = malloc(sizeof(int) * B * T);
-    fill(qkv, (size_t)B * T * 3 * C, 1.5f, 9);
+    test_fill_normal(qkv, (size_t)B * T * 3 * C, 1.5f, 9);
     const char *names[] = {"no segments", "contiguous segments", "interleaved segments"};
     for (int kind = 0; kind < 3; kind++)
         for (int causal = 0; causal < 2; causal++) {
@@ -227,7 +222,7 @@ static int test_reductions(void) {
     int fails = 0;
     size_t n = 300007;
     float *x = malloc(sizeof(float) * n);
-    fill(x, n, 1, 11);
+    test_fill_normal(x, n, 1, 11);
     double want = 0;
     for (size_t i = 0; i < n; i++) want += (double)x[i] * x[i];
     set_threads(1);

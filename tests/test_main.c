@@ -34,6 +34,11 @@ void test_randomise_weights(model_t *m, unsigned long long seed) {
     }
 }
 
+void test_fill_normal(float *x, size_t n, float std, unsigned long long seed) {
+    rng_t r = {seed};
+    for (size_t i = 0; i < n; i++) x[i] = std * rng_normal(&r);
+}
+
 void test_random_batch(int B, int T, int V, int causal, unsigned long long seed, int *tok, int *tgt, int *seg) {
     rng_t r = {seed};
     for (int b = 0; b < B; b++)
