@@ -68,6 +68,28 @@ static void install_signal_handlers(void) {
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
+// Everything a run allocates, in one place, so that every way out of main —
+// the end, --stop-at, a signal, a refused option, a runtime error (the die_*
+// functions call exit) — frees it through one atexit handler. A sanitizer
+// build then reports no leak on any exit path.
+static struct {
+    model_t m;
+    data_t d;
+    model_acts a;
+    int *tok, *tgt, *seg;  // (B, T) each
+    int have_model, have_data, have_acts;
+} owned;
+
+static void release_owned(void) {
+    if (owned.have_acts) model_acts_free(&owned.a);
+    if (owned.have_data) data_close(&owned.d);
+    if (owned.have_model) model_free(&owned.m);
+    free(owned.tok);
+    free(owned.tgt);
+    free(owned.seg);
+    memset(&owned, 0, sizeof owned);
+}
+
 static const char *const rope_scale_names[] = {"none", "pi", "ntk", "yarn"};
 
 static void usage(FILE *f) {
@@ -362,8 +384,11 @@ static void sample_text(model_t *m, const data_t *d, const options *o) {
     char err[256];
     const char *prompt = o->prompt ? o->prompt : d->kind == DATA_CATS ? "the" : "\n";
     int n = data_encode(d, prompt, ctx, 1024, err, sizeof err);
-    if (n < 0) die_usage("%s", err);
-    if (n == 0) die_usage("--prompt is empty");
+    if (n <= 0) {
+        free(ctx);
+        if (n < 0) die_usage("%s", err);
+        die_usage("--prompt is empty");
+    }
     model_acts a;
     model_acts_alloc(&a, m, 1, T, 0);
     int *win = xmalloc(sizeof(int) * T);
@@ -414,19 +439,21 @@ int main(int argc, char **argv) {
 #endif
     ops_init_threads(o.threads);
     install_signal_handlers();  // before any OpenMP thread exists, so they all inherit the mask
+    atexit(release_owned);
 
-    model_t m;
+    model_t *m = &owned.m;
     train_state st;
     memset(&st, 0, sizeof st);
     long start_step = 0;
     char err[1024];
     const char *from = o.load ? o.load : o.resume;
     if (from) {
-        if (ckpt_load(from, &m, &st, o.resume != NULL, err, sizeof err) != 0) die_runtime("%s", err);
+        if (ckpt_load(from, m, &st, o.resume != NULL, err, sizeof err) != 0) die_runtime("%s", err);
+        owned.have_model = 1;
         // the model's shape and the run's schedule come from the file
-        o.ctx = m.cfg.ctx, o.d_model = m.cfg.d_model, o.layers = m.cfg.layers, o.heads = m.cfg.heads;
-        o.causal = m.cfg.causal;
-        snprintf(o.pe, sizeof o.pe, "%s", m.cfg.pe);
+        o.ctx = m->cfg.ctx, o.d_model = m->cfg.d_model, o.layers = m->cfg.layers, o.heads = m->cfg.heads;
+        o.causal = m->cfg.causal;
+        snprintf(o.pe, sizeof o.pe, "%s", m->cfg.pe);
         if (o.resume) {
             snprintf(o.data, sizeof o.data, "%s", st.data);
             o.batch = st.batch, o.warmup = st.warmup, o.lr = st.lr, o.wd = st.wd, o.clip = st.clip;
@@ -437,20 +464,22 @@ int main(int argc, char **argv) {
             o.steps = 0;
         }
     }
-    data_t d;
-    data_open(&d, o.data, o.causal, o.seed);
+    data_t *d = &owned.d;
+    data_open(d, o.data, o.causal, o.seed);
+    owned.have_data = 1;
     if (!from) {
         model_config cfg;
-        config_from_options(&cfg, &o, d.vocab);
-        model_create(&m, &cfg);
-        model_init_weights(&m, o.seed);
-    } else if (m.cfg.vocab != d.vocab) {
+        config_from_options(&cfg, &o, d->vocab);
+        model_create(m, &cfg);
+        owned.have_model = 1;
+        model_init_weights(m, o.seed);
+    } else if (m->cfg.vocab != d->vocab) {
         die_usage("checkpoint '%s' has a vocabulary of %d but --data %s has %d; give the --data it was trained on",
-                  from, m.cfg.vocab, o.data, d.vocab);
+                  from, m->cfg.vocab, o.data, d->vocab);
     }
-    if (o.resume) d.rng.s = st.data_rng;
-    if (!data_check_ctx(&d, o.ctx, err, sizeof err)) die_usage("%s", err);
-    if (o.rope_scale && !(m.pe_rel.ops && strcmp(m.pe_rel.ops->name, "rope") == 0))
+    if (o.resume) d->rng.s = st.data_rng;
+    if (!data_check_ctx(d, o.ctx, err, sizeof err)) die_usage("%s", err);
+    if (o.rope_scale && !(m->pe_rel.ops && strcmp(m->pe_rel.ops->name, "rope") == 0))
         die_usage("--rope-scale %s needs --pe rope (or abs+rope)", rope_scale_names[o.rope_scale]);
     if (!o.n_eval_ctx) o.eval_ctx[o.n_eval_ctx++] = o.ctx;
     if (o.save_every && !o.save) die_usage("--save-every needs --save FILE");
@@ -458,40 +487,45 @@ int main(int argc, char **argv) {
     check_writable(o.save, "--save");
     check_writable(o.json, "--json");
     check_writable(o.attn_png, "--attn-png");
-    if (o.attn_png && d.kind != DATA_CATS) die_usage("--attn-png draws a cats sentence; it needs --data cats");
+    if (o.attn_png && d->kind != DATA_CATS) die_usage("--attn-png draws a cats sentence; it needs --data cats");
     if (o.warmup > o.steps && o.steps > 0 && !from) o.warmup = (int)o.steps;
 
     const int B = o.batch, T = o.ctx;
     if (!o.quiet)
         printf("pelab %s: data=%s pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%d steps=%ld threads=%d\n",
-               PELAB_VERSION, o.data, m.cfg.pe, m.cfg.causal ? "causal" : "bidir", T, m.cfg.d_model,
-               m.cfg.layers, m.cfg.heads, model_num_params(&m), B, o.steps, o.threads);
+               PELAB_VERSION, o.data, m->cfg.pe, m->cfg.causal ? "causal" : "bidir", T, m->cfg.d_model,
+               m->cfg.layers, m->cfg.heads, model_num_params(m), B, o.steps, o.threads);
     train_report tr = {start_step, 0.0, 0.0, 0.0};
     long end_step = o.stop_at && o.stop_at < o.steps ? o.stop_at : o.steps;
     if (start_step < end_step) {
         char fit[512];
-        if (!model_fits_in_memory(&m, B, T, 1, fit, sizeof fit)) die_runtime("%s", fit);
-        model_acts a;
-        model_acts_alloc(&a, &m, B, T, 1);
+        if (!model_fits_in_memory(m, B, T, 1, fit, sizeof fit)) die_runtime("%s", fit);
+        model_acts_alloc(&owned.a, m, B, T, 1);
+        owned.have_acts = 1;
         size_t BT = (size_t)B * T;
-        int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
+        int *tok = owned.tok = xmalloc(sizeof(int) * BT), *tgt = owned.tgt = xmalloc(sizeof(int) * BT),
+            *seg = owned.seg = xmalloc(sizeof(int) * BT);
         adamw_hparams hp = {o.lr, 0.9f, 0.95f, 1e-8f, o.wd};
         long log_every = o.log_every ? o.log_every : (o.steps >= 10 ? o.steps / 10 : 1);
         double t0 = now_seconds();
         // test hook: PELAB_TEST_NAN_AT=k makes step k's loss NaN
         const char *nan_at_env = getenv("PELAB_TEST_NAN_AT");
         long nan_at = nan_at_env ? atol(nan_at_env) : -1;
+        // test hook: PELAB_TEST_STEP_SLEEP_MS=n sleeps n ms after each step, so
+        // that a signal sent by a test lands mid-run however fast the machine
+        const char *sleep_env = getenv("PELAB_TEST_STEP_SLEEP_MS");
+        long sleep_ms = sleep_env ? atol(sleep_env) : 0;
         for (long step = start_step; step < end_step; step++) {
-            data_next_batch(&d, B, T, tok, tgt, seg);
-            double loss = model_forward(&m, &a, tok, tgt, seg);
+            data_next_batch(d, B, T, tok, tgt, seg);
+            double loss = model_forward(m, &owned.a, tok, tgt, seg);
             if (step + 1 == nan_at) loss = NAN;
             if (!isfinite(loss))
                 die_runtime("non-finite loss (%g) at step %ld; stopped without saving%s; lower --lr or check the data", loss,
                             step + 1, o.save ? " (the last checkpoint written is intact)" : "");
-            model_zero_grad(&m);
-            model_backward(&m, &a, tok, tgt, seg);
+            model_zero_grad(m);
+            model_backward(m, &owned.a, tok, tgt, seg);
             hp.lr = lr_schedule(o.lr, o.warmup, step, o.steps);
-            float norm = model_adamw_step(&m, &hp, o.clip, step + 1);
+            float norm = model_adamw_step(m, &hp, o.clip, step + 1);
             if (!isfinite(norm))
                 die_runtime("non-finite gradient at step %ld; stopped without saving%s; lower --lr", step + 1,
                             o.save ? " (the last checkpoint written is intact)" : "");
@@ -507,38 +541,33 @@ int main(int argc, char **argv) {
                        hp.lr, tr.tokens_per_s, el, eta);
                 fflush(stdout);
             }
+            if (sleep_ms > 0) usleep((useconds_t)sleep_ms * 1000);
             if (o.save && o.save_every && (step + 1) % o.save_every == 0 && step + 1 < end_step)
-                save_checkpoint(&o, &m, &d, step + 1);
+                save_checkpoint(&o, m, d, step + 1);
             if (stop_signal) {
                 int sig = stop_signal;
                 if (o.save) {
-                    save_checkpoint(&o, &m, &d, step + 1);
+                    save_checkpoint(&o, m, d, step + 1);
                     printf("interrupted by %s after step %ld; saved %s; continue with --resume %s\n",
                            sig == SIGINT ? "SIGINT" : "SIGTERM", step + 1, o.save, o.save);
                 } else {
                     printf("interrupted by %s after step %ld; nothing saved (no --save)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", step + 1);
                 }
                 fflush(stdout);
-                exit(128 + sig);
+                exit(128 + sig);  // release_owned frees the run
             }
         }
-        free(tok);
-        free(tgt);
-        free(seg);
-        model_acts_free(&a);
     }
     // Past training a signal has nothing to save: let it end the program at once.
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     if (stop_signal) raise(stop_signal);
     if (o.save && !o.load) {
-        save_checkpoint(&o, &m, &d, tr.steps_done);
+        save_checkpoint(&o, m, d, tr.steps_done);
         if (!o.quiet) printf("saved %s at step %ld\n", o.save, tr.steps_done);
     }
     if (o.stop_at && tr.steps_done < o.steps) {
         printf("stopped at step %ld of %ld; continue with --resume %s\n", tr.steps_done, o.steps, o.save);
-        data_close(&d);
-        model_free(&m);
         return 0;
     }
 
@@ -546,11 +575,11 @@ int main(int argc, char **argv) {
     int any_ok = 0;
     for (int i = 0; i < o.n_eval_ctx; i++) {
         int L = o.eval_ctx[i];
-        if (m.pe_rel.ops) {
-            m.pe_rel.rope_scale = o.rope_scale;
-            m.pe_rel.rope_factor = o.rope_factor > 0 ? o.rope_factor : (L > T ? (float)L / T : 1.0f);
+        if (m->pe_rel.ops) {
+            m->pe_rel.rope_scale = o.rope_scale;
+            m->pe_rel.rope_factor = o.rope_factor > 0 ? o.rope_factor : (L > T ? (float)L / T : 1.0f);
         }
-        eval_perplexity(&m, &d, L, (size_t)o.eval_tokens, &ev[i]);
+        eval_perplexity(m, d, L, (size_t)o.eval_tokens, &ev[i]);
         if (ev[i].ok) {
             printf("eval ctx=%d loss=%.4f ppl=%.3f\n", L, ev[i].loss, ev[i].ppl);
             any_ok = 1;
@@ -559,21 +588,19 @@ int main(int argc, char **argv) {
             fprintf(stderr, "train: eval ctx=%d: %s\n", L, ev[i].err);
         }
     }
-    if (m.pe_rel.ops) m.pe_rel.rope_scale = ROPE_SCALE_NONE, m.pe_rel.rope_factor = 1.0f;
+    if (m->pe_rel.ops) m->pe_rel.rope_scale = ROPE_SCALE_NONE, m->pe_rel.rope_factor = 1.0f;
     double acc = 0.0;
     int n_order = 0;
-    if (d.kind == DATA_CATS) {
-        acc = eval_order(&m, &d, &n_order);
+    if (d->kind == DATA_CATS) {
+        acc = eval_order(m, d, &n_order);
         printf("order_acc=%.3f n=%d\n", acc, n_order);
     }
     fflush(stdout);
-    if (o.json) write_json(o.json, &o, &m, &tr, ev, o.n_eval_ctx, d.kind == DATA_CATS, acc, n_order);
+    if (o.json) write_json(o.json, &o, m, &tr, ev, o.n_eval_ctx, d->kind == DATA_CATS, acc, n_order);
     if (o.attn_png) {
-        if (viz_attention_png(&m, &d, o.attn_png, err, sizeof err) != 0) die_runtime("%s", err);
+        if (viz_attention_png(m, d, o.attn_png, err, sizeof err) != 0) die_runtime("%s", err);
         if (!o.quiet) printf("attention picture: %s\n", o.attn_png);
     }
-    if (o.sample) sample_text(&m, &d, &o);
-    data_close(&d);
-    model_free(&m);
+    if (o.sample) sample_text(m, d, &o);
     return any_ok ? 0 : EXIT_RUNTIME;
 }

@@ -29,9 +29,9 @@ static inline float ops_expf(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    int32_t bits;
+    uint32_t bits;  // unsigned: the shift of a NaN's bits is then defined
     memcpy(&bits, &t, sizeof bits);
-    bits = (bits - 0x4B400000 + 127) << 23;  // 2^n
+    bits = (bits - 0x4B400000u + 127u) << 23;  // 2^n
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;

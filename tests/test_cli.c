@@ -332,7 +332,9 @@ static int test_sigint_then_resume(void) {
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "uninterrupted run: %s", err_buf);
     snprintf(a, sizeof a, "%s --save {T}/int.ck", args);
     child_signal_after_ms = 400;
+    child_env = "PELAB_TEST_STEP_SLEEP_MS=5";  // 600 steps take at least 3 s: the signal lands mid-run
     s = run_train(a);
+    child_env = NULL;
     child_signal_after_ms = 0;
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 130, "interrupted run exited %d (signal %d)", WEXITSTATUS(s), WIFSIGNALED(s) ? WTERMSIG(s) : 0);
     EXPECT(strstr(out_buf, "interrupted by SIGINT") && strstr(out_buf, "int.ck"), "no message on stdout: %s", out_buf);
