@@ -5,7 +5,7 @@ CFLAGS ?= -O2 -march=native -g
 CFLAGS += -fopenmp-simd -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas
 LDLIBS = -lm
 
-PKGS = openblas stb
+PKGS = openblas stb zlib
 HAVE_PKGS := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
 ifeq ($(HAVE_PKGS),yes)
 CFLAGS += $(shell pkg-config --cflags $(PKGS))
@@ -21,21 +21,23 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIB_SRC = model/common.c model/params.c model/ops.c model/attn.c model/model.c model/ckpt.c \
-          model/eval.c model/canvas.c model/viz.c model/plot.c model/pe.c $(wildcard model/pe_*.c) data/data.c data/cats.c
-HEADERS = $(wildcard model/*.h data/*.h)
+# The layers, bottom up: core/ (errors, start-up), data/, plot/, model/ and
+# its encodings in model/pe/, eval/, cli/; train.c on top. A folder includes
+# only folders before it in this list.
+LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c cli/*.c)
+HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
 .PHONY: all run test bench fuzz experiments deps deps-torch check-deps clean
-all: train plot
+all: train pelab-plot
 
-plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
+pelab-plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ scripts/plot.c $(LIB_SRC) $(LDLIBS)
 
 check-deps:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { \
 	  echo "missing build dependencies: pkg-config could not find '$(PKGS)'."; \
-	  echo "install them with:  sudo apt-get install pkg-config libopenblas-dev libstb-dev"; \
+	  echo "install them with:  sudo apt-get install pkg-config libopenblas-dev libstb-dev zlib1g-dev"; \
 	  echo "or run:             make deps"; exit 1; }
 
 deps:
@@ -60,7 +62,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Wno-unknown-pragmas $(shell pkg-config --cflags $(PKGS))
 tests/fuzz/fuzz_ckpt: tests/fuzz/fuzz_ckpt.c $(LIB_SRC) $(HEADERS) | check-deps
 	clang $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_ckpt.c $(LIB_SRC) $(LDLIBS)
-tests/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c train.c $(LIB_SRC) $(HEADERS) | check-deps
+tests/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c $(LIB_SRC) $(HEADERS) | check-deps
 	clang $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_cli.c $(LIB_SRC) $(LDLIBS)
 fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 	@for h in ckpt cli; do \
@@ -75,7 +77,7 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 # cores). DATA is the text corpus for extrapolation and the sweeps.
 DATA ?= cats
 experiments: deps
-	$(MAKE) train plot
+	$(MAKE) train pelab-plot
 	scripts/encodings.sh
 	scripts/order.sh
 	scripts/extrapolate.sh DATA=$(DATA)
@@ -86,8 +88,8 @@ run: deps
 	./train
 
 test: deps
-	$(MAKE) train plot tests/test_pelab
+	$(MAKE) train pelab-plot tests/test_pelab
 	./tests/test_pelab
 
 clean:
-	rm -f train plot tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
+	rm -f train pelab-plot tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli

@@ -20,6 +20,8 @@ static const char *const participles[CATS_VERBS] = {
     "chased", "followed", "pushed", "pulled", "kicked", "liked", "helped", "watched", "called", "poked", "hugged", "licked"};
 static const char *const specials[TOK_FIRST_NOUN] = {"<pad>", "<mask>", "the", ".", "who", "?", "is"};
 
+int cats_pad_token(void) { return TOK_PAD; }
+
 int cats_vocab_size(void) { return TOK_FIRST_NOUN + CATS_NOUNS + 2 * CATS_VERBS; }
 int cats_noun(int i) { return TOK_FIRST_NOUN + i; }
 int cats_verb(int i) { return TOK_FIRST_NOUN + CATS_NOUNS + i; }

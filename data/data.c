@@ -54,14 +54,17 @@ void data_open(data_t *d, const char *spec, int causal, unsigned long long seed)
     }
     if (!spec[0]) die_usage("--data is empty; give 'cats' or a path to a text file");
     d->kind = DATA_TEXT;
-    snprintf(d->path, sizeof d->path, "%s", spec);
+    d->path = xmalloc(strlen(spec) + 1);
+    memcpy(d->path, spec, strlen(spec) + 1);
     read_text_file(d, spec);
+    d->crc = crc32_update(0, d->bytes, d->n);
     d->vocab = causal ? 256 : 257;  // bytes, plus [MASK] for the masked objective
     d->mask_token = 256;
 }
 
 void data_close(data_t *d) {
     free(d->bytes);
+    free(d->path);
     memset(d, 0, sizeof *d);
 }
 
@@ -178,4 +181,9 @@ void data_decode(const data_t *d, int t, char *buf, size_t buflen) {
     } else {
         snprintf(buf, buflen, "%c", (char)t);
     }
+}
+
+int data_is_text(const data_t *d, int token) {
+    if (token == d->mask_token) return 0;
+    return d->kind != DATA_CATS || token != cats_pad_token();
 }

@@ -1,4 +1,4 @@
-// data.h — the two corpora of SPEC "Data": the built-in word-level `cats`
+// data.h — the two corpora of README "Data": the built-in word-level `cats`
 // corpus and any text file as bytes. Both hand out rows of tokens, targets
 // (-1 = no loss) and segment ids, deterministically from --seed.
 #ifndef PELAB_DATA_H
@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "../model/common.h"
+#include "../core/common.h"
 
 enum { DATA_CATS = 0, DATA_TEXT = 1 };
 
@@ -32,9 +32,10 @@ typedef struct {
     unsigned long long seed;
     rng_t rng;        // the training batch stream; saved in checkpoints
     // text
-    char path[512];
+    char *path;         // --data as given (a copy)
     unsigned char *bytes;
     size_t n, n_train;  // train = bytes[0, n_train), validation = the rest
+    uint32_t crc;       // CRC-32 of the bytes: the corpus's identity in checkpoints
     // cats
     unsigned char held[CATS_NOUNS][CATS_NOUNS][CATS_VERBS];  // 1: never in training
 } data_t;
@@ -57,6 +58,9 @@ void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, 
 // Tokens <-> text, for --prompt and --sample.
 // Returns the number of tokens (at most max), or -1 with err filled.
 int data_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen);
+// 0 for the tokens that are not text: [MASK] and cats' padding (a sampler
+// must never emit them), 1 for the others.
+int data_is_text(const data_t *d, int token);
 // Appends the text of token t to buf (cats: a word and a space; text: the byte).
 void data_decode(const data_t *d, int t, char *buf, size_t buflen);
 
@@ -71,5 +75,6 @@ int cats_probe(const data_t *d, cats_example *probe);
 // Fills one row of length T with whole or cut examples from rng (see cats.c).
 void cats_fill_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int *seg);
 int cats_vocab_size(void);
+int cats_pad_token(void);
 
 #endif

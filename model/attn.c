@@ -14,9 +14,7 @@
 
 #include "ops.h"
 
-int attn_chunk = ATTN_CHUNK;
-
-size_t attn_scratch_floats(int T) { return (size_t)attn_chunk * (size_t)T; }
+size_t attn_scratch_floats(int T, int chunk) { return (size_t)chunk * (size_t)T; }
 
 static int thread_id(void) {
 #ifdef _OPENMP
@@ -81,13 +79,13 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
     pe_t *rel = d->rel;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < NH; h++) {
-        float *mine = scratch + (size_t)thread_id() * attn_scratch_floats(T);
+        float *mine = scratch + (size_t)thread_id() * attn_scratch_floats(T, d->chunk);
         for (int b = 0; b < B; b++) {
             const float *Q = qkv + (size_t)b * T * ld + h * hs;  // (T, hs), row stride ld
             const float *K = Q + C, *V = Q + 2 * C;
             const int *seg_b = d->seg ? d->seg + (size_t)b * T : NULL;
-            for (int i0 = 0; i0 < T; i0 += attn_chunk) {
-                int nq = T - i0 < attn_chunk ? T - i0 : attn_chunk;
+            for (int i0 = 0; i0 < T; i0 += d->chunk) {
+                int nq = T - i0 < d->chunk ? T - i0 : d->chunk;
                 int nk = d->causal ? i0 + nq : T;
                 float *S = att ? att + (((size_t)b * NH + h) * T + i0) * T : mine;  // (nq, T)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
@@ -113,14 +111,14 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
     pe_t *rel = d->rel;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < NH; h++) {
-        float *dP = scratch + (size_t)thread_id() * attn_scratch_floats(T);  // (nq, T)
+        float *dP = scratch + (size_t)thread_id() * attn_scratch_floats(T, d->chunk);  // (nq, T)
         for (int b = 0; b < B; b++) {
             const float *Q = qkv + (size_t)b * T * ld + h * hs;
             const float *K = Q + C, *V = Q + 2 * C;
             float *dQ = dqkv + (size_t)b * T * ld + h * hs;
             float *dK = dQ + C, *dV = dQ + 2 * C;
-            for (int i0 = 0; i0 < T; i0 += attn_chunk) {
-                int nq = T - i0 < attn_chunk ? T - i0 : attn_chunk;
+            for (int i0 = 0; i0 < T; i0 += d->chunk) {
+                int nq = T - i0 < d->chunk ? T - i0 : d->chunk;
                 int nk = d->causal ? i0 + nq : T;
                 const float *P = att + (((size_t)b * NH + h) * T + i0) * T;  // (nq, T)
                 const float *dY = dy + ((size_t)b * T + i0) * C + h * hs;   // (nq, hs)

@@ -5,14 +5,11 @@
 
 #include <stddef.h>
 
-#include "pe.h"
+#include "pe/pe.h"
 
-// Rows of the score matrix computed at a time. Evaluation keeps only an
-// (attn_chunk, T) block per thread, so its memory is linear in T. The tests
-// set attn_chunk = T to get the plain full-matrix computation and compare;
-// change it only before allocating activations.
+// Rows of the score matrix computed at a time, by default. Evaluation keeps
+// only a (chunk, T) block per thread, so its memory is linear in T.
 #define ATTN_CHUNK 64
-extern int attn_chunk;
 
 typedef struct {
     int B, T, C, NH;
@@ -21,15 +18,16 @@ typedef struct {
     pe_t *rel;         // relative encoding, or NULL
     const float *params;
     int layer;
+    int chunk;         // query rows per block
 } attn_dims;
 
-// Floats of per-thread scratch attention needs for a context of T (at the
-// current attn_chunk).
-size_t attn_scratch_floats(int T);
+// Floats of per-thread scratch attention needs for a context of T in blocks
+// of chunk rows.
+size_t attn_scratch_floats(int T, int chunk);
 
 // y (B, T, C); att (B, NH, T, T) saves the weights for backward, or NULL at
 // evaluation; qkv (B, T, 3C) after the q/k transform; scratch: per thread
-// attn_scratch_floats(T) floats.
+// attn_scratch_floats(T, chunk) floats.
 void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, float *scratch);
 // dqkv (B, T, 3C) +=; grads: the encoding's gradients; dy (B, T, C).
 void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,

@@ -1,6 +1,7 @@
 // model.c — forward, backward and AdamW for the model of model.h.
 #include "model.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,46 +12,7 @@
 #include "attn.h"
 #include "ops.h"
 
-// Splits "abs+rel" into at most two encodings; returns 0 with a message on a
-// bad name or combination.
-static int parse_pe(const char *spec, const pe_ops **abs, const pe_ops **rel, char *err, size_t errlen) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", spec);
-    *abs = *rel = NULL;
-    char *plus = strchr(buf, '+');
-    char *names[2] = {buf, NULL};
-    if (plus) {
-        *plus = '\0';
-        names[1] = plus + 1;
-        if (strchr(names[1], '+')) {
-            snprintf(err, errlen, "--pe '%s': at most one absolute and one relative encoding, joined by '+'", spec);
-            return 0;
-        }
-    }
-    for (int i = 0; i < 2 && names[i]; i++) {
-        const pe_ops *o = pe_find(names[i]);
-        if (!o) {
-            snprintf(err, errlen, "--pe '%s': unknown encoding '%s' (choose from %s)", spec, names[i], pe_names());
-            return 0;
-        }
-        if (plus && strcmp(o->name, "none") == 0) {
-            snprintf(err, errlen, "--pe '%s': 'none' cannot be combined", spec);
-            return 0;
-        }
-        const pe_ops **slot = o->absolute ? abs : rel;
-        if (*slot) {
-            snprintf(err, errlen, "--pe '%s': two %s encodings; combine one absolute (sinusoidal, learned) with one relative", spec,
-                     o->absolute ? "absolute" : "relative");
-            return 0;
-        }
-        *slot = o;
-    }
-    return 1;
-}
-
-int model_config_check(const model_config *c, char *err, size_t errlen) {
-    const pe_ops *abs, *rel;
-    if (!parse_pe(c->pe, &abs, &rel, err, errlen)) return 0;
+static int check_shape(const model_config *c, char *err, size_t errlen) {
     if (c->vocab < 2) { snprintf(err, errlen, "vocabulary of %d tokens: need at least 2", c->vocab); return 0; }
     if (c->ctx < 1 || c->ctx > 1 << 20) { snprintf(err, errlen, "--ctx %d: must be between 1 and 1048576", c->ctx); return 0; }
     if (c->d_model < 1 || c->d_model > 1 << 14) { snprintf(err, errlen, "--d-model %d: must be between 1 and 16384", c->d_model); return 0; }
@@ -60,22 +22,18 @@ int model_config_check(const model_config *c, char *err, size_t errlen) {
         snprintf(err, errlen, "--d-model %d is not divisible by --heads %d", c->d_model, c->heads);
         return 0;
     }
-    if (rel && strcmp(rel->name, "rope") == 0 && (c->d_model / c->heads) % 2) {
-        snprintf(err, errlen, "rope needs an even head size; --d-model %d / --heads %d = %d", c->d_model, c->heads, c->d_model / c->heads);
+    if (c->causal != 0 && c->causal != 1) { snprintf(err, errlen, "attention mode %d: must be causal (1) or bidir (0)", c->causal); return 0; }
+    return 1;
+}
+
+int model_config_check(const model_config *c, char *err, size_t errlen) {
+    const pe_ops *ops[2];
+    if (!pe_parse_spec(c->pe, &ops[0], &ops[1], err, errlen) || !check_shape(c, err, errlen) ||
+        !pe_check_settings(c->pe, c, err, errlen))
         return 0;
-    }
-    if (((abs && strcmp(abs->name, "sinusoidal") == 0) || (rel && strcmp(rel->name, "xl") == 0)) && c->d_model % 2) {
-        snprintf(err, errlen, "%s needs an even --d-model, got %d", c->pe, c->d_model);
-        return 0;
-    }
-    if (!(c->sin_base > 1.0f) || !isfinite(c->sin_base)) { snprintf(err, errlen, "--sin-base %g: must be a finite number > 1", c->sin_base); return 0; }
-    if (!(c->sin_scale > 0.0f) || !isfinite(c->sin_scale)) { snprintf(err, errlen, "--sin-scale %g: must be a finite number > 0", c->sin_scale); return 0; }
-    if (!(c->rope_base > 1.0f) || !isfinite(c->rope_base)) { snprintf(err, errlen, "--rope-base %g: must be a finite number > 1", c->rope_base); return 0; }
-    if (c->rel_clip < 0 || c->rel_clip > 1 << 16) { snprintf(err, errlen, "--rel-clip %d: must be between 1 and 65536", c->rel_clip); return 0; }
-    if (c->t5_buckets < 4 || c->t5_buckets > 1024) { snprintf(err, errlen, "--t5-buckets %d: must be between 4 and 1024", c->t5_buckets); return 0; }
-    if (c->t5_max_distance <= c->t5_buckets / 2) {
-        snprintf(err, errlen, "--t5-max-distance %d: must exceed half of --t5-buckets (%d)", c->t5_max_distance, c->t5_buckets / 2);
-        return 0;
+    for (int i = 0; i < 2; i++) {
+        pe_t pe;
+        if (ops[i] && !pe_resolve(&pe, ops[i], c, err, errlen)) return 0;
     }
     return 1;
 }
@@ -87,9 +45,10 @@ static void model_build(model_t *m, const model_config *cfg) {
     if (!model_config_check(cfg, err, sizeof err)) die_usage("%s", err);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
+    m->attn_chunk = ATTN_CHUNK;
     const model_config *c = &m->cfg;
     const pe_ops *abs, *rel;
-    parse_pe(c->pe, &abs, &rel, err, sizeof err);
+    pe_parse_spec(c->pe, &abs, &rel, err, sizeof err);
     size_t V = c->vocab, C = c->d_model, L = c->layers;
     float std = 0.02f, std_out = 0.02f / sqrtf(2.0f * (float)L);
     param_table *t = &m->tab;
@@ -111,9 +70,9 @@ static void model_build(model_t *m, const model_config *cfg) {
     pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
     const pe_ops *ops[2] = {abs, rel};
     for (int i = 0; i < 2; i++) {
-        if (!ops[i] || strcmp(ops[i]->name, "none") == 0) continue;
-        slots[i]->ops = ops[i];
-        slots[i]->cfg = &m->cfg;
+        if (!ops[i]) continue;
+        pe_resolve(slots[i], ops[i], &m->cfg, err, sizeof err);  // checked above
+        slots[i]->chunk = m->attn_chunk;
         if (ops[i]->init) ops[i]->init(slots[i], t);
         for (int k = 0; k < 4; k++) slots[i]->off[k] = t->t[slots[i]->tensor[k]].offset;
     }
@@ -154,6 +113,23 @@ void model_init_weights(model_t *m, unsigned long long seed) {
 }
 
 size_t model_num_params(const model_t *m) { return m->tab.total; }
+
+int model_max_eval_ctx(const model_t *m) {
+    int most = INT_MAX;
+    const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
+    for (int i = 0; i < 2; i++)
+        if (slots[i]->ops && slots[i]->ops->max_eval_ctx) {
+            int n = slots[i]->ops->max_eval_ctx(slots[i]);
+            most = n < most ? n : most;
+        }
+    return most;
+}
+
+void model_eval_length(model_t *m, int L) {
+    pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
+    for (int i = 0; i < 2; i++)
+        if (slots[i]->ops && slots[i]->ops->eval_length) slots[i]->ops->eval_length(slots[i], L);
+}
 
 static int max_threads(void) {
 #ifdef _OPENMP
@@ -201,7 +177,7 @@ static int acts_layout(model_acts *a, const model_t *m, int B, int T, int traini
     BUF(lnf_rstd, BT);
     BUF(logits, size_mul(BT, V, "logits"));
     BUF(probs, BT * V);
-    BUF(scratch, size_mul((size_t)max_threads(), attn_scratch_floats(T), "attention scratch"));
+    BUF(scratch, size_mul((size_t)max_threads(), attn_scratch_floats(T, m ? m->attn_chunk : 0), "attention scratch"));
     if (training) {
         BUF(dres, BTC);
         BUF(dln, BTC);
@@ -245,6 +221,7 @@ void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int trainin
     a->B = B;
     a->T = T;
     a->training = training;
+    a->chunk = m->attn_chunk;
     acts_buffer buf[ACTS_MAX_BUFFERS];
     int n = acts_layout(a, m, B, T, training, buf);
     for (int i = 0; i < n; i++) *buf[i].slot = xmalloc(size_mul(buf[i].n, sizeof(float), "activations"));
@@ -257,8 +234,12 @@ void model_acts_free(model_acts *a) {
     memset(a, 0, sizeof *a);
 }
 
-double model_prof_seconds[PROF_N];
-int model_prof_enabled;
+#define PROF(op, stmt)                                                  \
+    do {                                                                \
+        double prof_t0_ = m->prof.enabled ? now_seconds() : 0.0;        \
+        stmt;                                                           \
+        if (m->prof.enabled) m->prof.seconds[op] += now_seconds() - prof_t0_; \
+    } while (0)
 
 #define P(m, idx) ((m)->params + (m)->tab.t[(m)->idx].offset)
 #define G(m, idx) ((m)->grads + (m)->tab.t[(m)->idx].offset)
@@ -283,6 +264,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     for (size_t i = 0; i < BT; i++) memcpy(a->encoded + i * C, wte + (size_t)tokens[i] * C, sizeof(float) * C);
     if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T));
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
+    if (rel) rel->chunk = a->chunk;
     const float *x = a->encoded;
     for (int l = 0; l < L; l++) {
         size_t s = a->training ? (size_t)l : 0;  // evaluation reuses one layer's buffers
@@ -295,7 +277,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
         PROF(PROF_MATMUL, matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C));
         if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T));
         if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, T));
-        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l};
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk};
         PROF(PROF_ATTENTION, attn_forward(atty, att, qkv, &d, a->scratch));
         // x = x + W_o · MHA(LN1(x)) + b_o
         PROF(PROF_MATMUL, matmul_forward(res2, atty, P(m, projw) + (size_t)l * C * C, P(m, projb) + (size_t)l * C, BT, C, C));
@@ -355,7 +337,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         PROF(PROF_MATMUL, matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
                             a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C));
         ops_zero(a->dqkv, 3 * BTC);
-        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l};
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk};
         PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
         if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, T));
         if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T));
@@ -388,7 +370,7 @@ float lr_schedule(float lr, int warmup, long step, long total) {
 }
 
 float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) {
-    double t0 = model_prof_enabled ? now_seconds() : 0.0;
+    double t0 = m->prof.enabled ? now_seconds() : 0.0;
     float norm = (float)sqrt(ops_sum_squares(m->grads, m->tab.total));
     float gscale = (clip > 0.0f && norm > clip) ? clip / (norm + 1e-6f) : 1.0f;
     float bc1 = 1.0f - powf(hp->beta1, (float)t), bc2 = 1.0f - powf(hp->beta2, (float)t);
@@ -408,6 +390,6 @@ float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) 
             p[i] -= hp->lr * mhat / (sqrtf(vhat) + hp->eps);
         }
     }
-    if (model_prof_enabled) model_prof_seconds[PROF_OPTIMISER] += now_seconds() - t0;
+    if (m->prof.enabled) m->prof.seconds[PROF_OPTIMISER] += now_seconds() - t0;
     return norm;
 }

@@ -1,23 +1,16 @@
-// model.h — the pre-LayerNorm GPT-style model of SPEC "Model".
+// model.h — the pre-LayerNorm GPT-style model (README "The model").
 #ifndef PELAB_MODEL_H
 #define PELAB_MODEL_H
 
 #include <stddef.h>
 
+#include "config.h"
 #include "params.h"
-#include "pe.h"
+#include "pe/pe.h"
 
-struct model_config {
-    int vocab, ctx, d_model, layers, heads;
-    int causal;          // 1 causal, 0 bidirectional
-    char pe[32];         // as given on the command line, e.g. "learned+rope"
-    float sin_base, sin_scale;  // sin_scale resolved (1/sqrt(d) by default)
-    float rope_base;
-    int rel_clip;        // 0: not given (shaw uses 16, xl does not clip)
-    int t5_buckets, t5_max_distance;
-};
-
-// Checks a configuration; on a problem writes a message to err and returns 0.
+// Checks a configuration (shape, encodings, their option values, and that
+// every option set is one that the model's encodings take); on a problem
+// writes a message to err and returns 0.
 int model_config_check(const model_config *c, char *err, size_t errlen);
 
 // Activations for one (B, T). Training sets keep every layer and the
@@ -25,6 +18,7 @@ int model_config_check(const model_config *c, char *err, size_t errlen);
 // and keep no T×T matrix.
 typedef struct {
     int B, T, training;
+    int chunk;                            // attention's rows per block (the model's attn_chunk at allocation)
     size_t n_targets;                     // targets in the last forward (the loss's denominator)
     float *encoded;                       // (B, T, C)
     float *ln1, *ln1_mean, *ln1_rstd;     // (L, B, T, C), (L, B, T)
@@ -42,6 +36,16 @@ typedef struct {
     float *dres, *dln, *datty, *dfch, *dfch_gelu, *dqkv, *dlogits;
 } model_acts;
 
+// Per-op timing for `make bench`: off unless enabled is set.
+typedef enum {
+    PROF_MATMUL, PROF_ATTENTION, PROF_LAYERNORM, PROF_GELU, PROF_CROSSENTROPY, PROF_OPTIMISER,
+    PROF_ENCODING, PROF_OTHER, PROF_N
+} prof_op;
+typedef struct {
+    int enabled;
+    double seconds[PROF_N];
+} model_profile;
+
 typedef struct {
     model_config cfg;
     param_table tab;
@@ -49,6 +53,11 @@ typedef struct {
     int wte, ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb;
     pe_t pe_abs, pe_rel;   // ops == NULL when absent
     float *params, *grads, *m, *v;  // each tab.total floats
+    // Rows of the score matrix attention computes at a time (ATTN_CHUNK). The
+    // tests set it to T to get the plain full-matrix computation and
+    // compare; change it only before allocating activations.
+    int attn_chunk;
+    model_profile prof;
 } model_t;
 
 // Builds the parameter table and allocates the four buffers (uninitialised
@@ -60,6 +69,12 @@ size_t model_param_count(const model_config *cfg);
 // Draws the initial weights from seed (SPEC "Initialisation").
 void model_init_weights(model_t *m, unsigned long long seed);
 size_t model_num_params(const model_t *m);
+// The longest context the model can be evaluated at (a learned table ends at
+// the training ctx); INT_MAX when unbounded.
+int model_max_eval_ctx(const model_t *m);
+// Tells the encodings that evaluation at length L begins (L > 0: RoPE's
+// context extension applies), or that it is over (L = 0).
+void model_eval_length(model_t *m, int L);
 
 void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int training);
 // 1 when a run at (B, T) fits in the memory available now (or that is
@@ -86,19 +101,5 @@ typedef struct {
 float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t);
 // The learning rate at step (0-based) of total: linear warmup, cosine to lr/10.
 float lr_schedule(float lr, int warmup, long step, long total);
-
-// Per-op timing for `make bench`: off unless model_prof_enabled is set.
-typedef enum {
-    PROF_MATMUL, PROF_ATTENTION, PROF_LAYERNORM, PROF_GELU, PROF_CROSSENTROPY, PROF_OPTIMISER,
-    PROF_ENCODING, PROF_OTHER, PROF_N
-} prof_op;
-extern double model_prof_seconds[PROF_N];
-extern int model_prof_enabled;
-#define PROF(op, stmt)                                                  \
-    do {                                                                \
-        double prof_t0_ = model_prof_enabled ? now_seconds() : 0.0;     \
-        stmt;                                                           \
-        if (model_prof_enabled) model_prof_seconds[op] += now_seconds() - prof_t0_; \
-    } while (0)
 
 #endif

@@ -37,15 +37,6 @@ static inline float ops_expf(float x) {
     return p * scale;
 }
 
-// When OpenBLAS fell back to its slowest kernels on a CPU it does not know,
-// restarts the program (execv of argv) with OPENBLAS_CORETYPE set to the
-// best kernel the CPU supports. Call first thing in main.
-int ops_select_blas_kernel(char **argv);
-
-// Sets the OpenMP thread count and holds OpenBLAS to one thread: every
-// parallel loop in pelab is OpenMP's.
-void ops_init_threads(int threads);
-
 // LayerNorm over the last dim, eps 1e-5.
 // out (N, C), mean (N), rstd (N), inp (N, C), w (C), b (C)
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "common.h"
+#include "../core/common.h"
 
 #define MAX_TENSORS 32
 

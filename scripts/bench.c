@@ -1,10 +1,10 @@
-// bench.c — `make bench`: training and evaluation speed at SPEC's reference
+// bench.c — `make bench`: training and evaluation speed at the README's reference
 // configuration (d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary,
 // rope), the machine's sgemm rate at the model's shapes, the share of it the
 // training step reaches, a per-op breakdown, peak memory, and PyTorch's speed
 // for the same model where python3-torch is installed.
 //
-//   ./bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch] [--no-encodings]
+//   ./bench-pelab [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch] [--no-encodings]
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../model/model.h"
+#include "../core/startup.h"
 #include "../model/ops.h"
 
 typedef struct {
@@ -26,7 +27,6 @@ static void make_model(model_t *m, const char *pe) {
     model_config c = {0};
     c.vocab = V, c.ctx = T, c.d_model = C, c.layers = L, c.heads = H, c.causal = 1;
     snprintf(c.pe, sizeof c.pe, "%s", pe);
-    c.sin_base = 10000, c.sin_scale = 1.0f / 16, c.rope_base = 10000, c.t5_buckets = 32, c.t5_max_distance = 128;
     model_create(m, &c);
     model_init_weights(m, 1);
 }
@@ -71,22 +71,23 @@ static double train_tokens_per_s(model_t *m, model_acts *a, int blocks, int step
     return best;
 }
 
-// Every encoding at the reference shape. The encodings take turns, 5 rounds
+// Every encoding of the registry at the reference shape, with its default
+// options. The encodings take turns, 5 rounds
 // of steps/2 steps each, and each keeps its fastest round, so a slow spell
 // of the machine cannot land on one encoding only.
 static int encodings_table(char *out, size_t cap, int steps) {
-    enum { NPE = 8, ROUNDS = 5 };
-    static const char *pes[NPE] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5", "xl", "shaw"};
+    enum { ROUNDS = 5 };
+    const int NPE = pe_registry_count;
     int n = snprintf(out, cap, "\nEvery encoding at the reference shape (the encodings take turns, %d rounds of %d steps; "
                                "each keeps its fastest round):\n\n| pe | training tokens/s | vs none |\n|---|---|---|\n",
                      ROUNDS, (steps + 1) / 2);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
-    model_t m[NPE];
-    model_acts a[NPE];
-    double best[NPE] = {0};
+    model_t *m = calloc((size_t)NPE, sizeof *m);
+    model_acts *a = calloc((size_t)NPE, sizeof *a);
+    double *best = calloc((size_t)NPE, sizeof *best);
     for (int k = 0; k < NPE; k++) {
-        make_model(&m[k], pes[k]);
+        make_model(&m[k], pe_registry[k]->name);
         model_acts_alloc(&a[k], &m[k], B, T, 1);
         time_train(&m[k], &a[k], 2, tok, tgt);
     }
@@ -97,11 +98,11 @@ static int encodings_table(char *out, size_t cap, int steps) {
             if (r > best[k]) best[k] = r;
         }
     for (int k = 0; k < NPE; k++) {
-        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% |\n", pes[k], best[k], 100.0 * (best[k] / best[0] - 1.0));
+        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% |\n", pe_registry[k]->name, best[k], 100.0 * (best[k] / best[0] - 1.0));
         model_acts_free(&a[k]);
         model_free(&m[k]);
     }
-    free(tok), free(tgt);
+    free(tok), free(tgt), free(m), free(a), free(best);
     return n;
 }
 
@@ -200,7 +201,7 @@ static double torch_tokens_per_s(int steps, int threads) {
 }
 
 int main(int argc, char **argv) {
-    ops_select_blas_kernel(argv);
+    startup_blas_kernel(argv);
     bench_opts o = {10, 2, 1, 1, "rope", "results/bench.md"};
     const char *child = NULL;
     for (int i = 1; i < argc; i++) {
@@ -223,7 +224,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench: --steps and --threads must be positive\n");
         return 2;
     }
-    ops_init_threads(o.threads);
+    startup_threads(o.threads);
     if (child) {  // one measurement in a fresh process: print the peak MiB
         if (!strcmp(child, "train")) train_a_step(o.pe);
         else eval_16k(o.pe);
@@ -267,10 +268,10 @@ int main(int argc, char **argv) {
     random_batch(B * T, tok, tgt, 1);
     double tps = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
     double torch_tps = o.torch ? torch_tokens_per_s(o.steps, o.threads) : -1;
-    memset(model_prof_seconds, 0, sizeof model_prof_seconds);
-    model_prof_enabled = 1;
+    memset(&m.prof, 0, sizeof m.prof);
+    m.prof.enabled = 1;
     double psecs = time_train(&m, &a, o.steps < 10 ? o.steps : 10, tok, tgt);
-    model_prof_enabled = 0;
+    m.prof.enabled = 0;
     // evaluation: 16 windows of 256 per forward, as eval does
     model_acts e;
     model_acts_alloc(&e, &m, 16, T, 0);
@@ -316,10 +317,10 @@ int main(int argc, char **argv) {
     static const char *names[PROF_N] = {"matrix products", "attention (incl. score/value terms)", "LayerNorm", "GELU",
                                         "softmax/cross-entropy", "optimiser", "encoding (rotation, tables)", "residual adds"};
     double tot = 0;
-    for (int k = 0; k < PROF_N; k++) tot += model_prof_seconds[k];
+    for (int k = 0; k < PROF_N; k++) tot += m.prof.seconds[k];
     n += snprintf(report + n, sizeof report - n, "\nShare of one training step (%.1f ms, timed per op):\n\n| op | share |\n|---|---|\n", 1e3 * psecs / (o.steps < 10 ? o.steps : 10));
     for (int k = 0; k < PROF_N; k++)
-        n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% |\n", names[k], 100.0 * model_prof_seconds[k] / psecs);
+        n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% |\n", names[k], 100.0 * m.prof.seconds[k] / psecs);
     n += snprintf(report + n, sizeof report - n, "| other (embedding, zeroing, bookkeeping) | %.1f%% |\n", 100.0 * (psecs - tot) / psecs);
     n += snprintf(report + n, sizeof report - n, "%s", enc);
     free(enc);

@@ -36,7 +36,7 @@ if [[ " $ENCODINGS " == *" rope "* ]]; then
 fi
 elapsed=$(( $(date +%s) - start ))
 awk -F, 'NR > 1 && $4 != "" { print $1 "," $2 "," $4 }' "$csv" > "$tmp/plot.csv"
-./plot --out "$OUT/extrapolation.png" --logx --logy --xlabel "evaluation length (tokens)" --ylabel "perplexity" \
+./pelab-plot --out "$OUT/extrapolation.png" --logx --logy --xlabel "evaluation length (tokens)" --ylabel "perplexity" \
        --title "trained at $L on $(basename "$DATA"), evaluated longer" "$tmp/plot.csv"
 {
   echo "# Extrapolation: trained at ctx $L, perplexity at longer contexts"

@@ -1,10 +1,10 @@
 // plot.c — the plotting helper the experiment scripts call:
-//   ./plot --out FILE.png [--title T] [--xlabel X] [--ylabel Y] [--logx] [--logy] DATA.csv
+//   ./pelab-plot --out FILE.png [--title T] [--xlabel X] [--ylabel Y] [--logx] [--logy] DATA.csv
 // DATA.csv has lines "series,x,y". Exit 2 on bad options, 1 on bad data.
 #include <stdio.h>
 #include <string.h>
 
-#include "../model/plot.h"
+#include "../plot/plot.h"
 
 int main(int argc, char **argv) {
     plot_opts o = {0};

@@ -32,7 +32,7 @@ for k in $CLIPS; do run "xl rel-clip" "$k" --pe xl --rel-clip "$k"; done
 for k in $CLIPS; do run "shaw rel-clip" "$k" --pe shaw --rel-clip "$k"; done
 elapsed=$(( $(date +%s) - start ))
 awk -F, -v L="$L" 'NR > 1 { print $1 " @" L "," $2 "," $3; print $1 " @" 8 * L "," $2 "," $4 }' "$csv" > "$tmp/plot.csv"
-./plot --out "$OUT/sweep.png" --logx --logy --xlabel "base (sinusoidal, rope) or clipping distance (xl, shaw)" \
+./pelab-plot --out "$OUT/sweep.png" --logx --logy --xlabel "base (sinusoidal, rope) or clipping distance (xl, shaw)" \
        --ylabel "perplexity" --title "sweeps on $(basename "$DATA"): ppl at $L and $((8 * L))" "$tmp/plot.csv"
 {
   echo "# Sweeps: base frequencies and clipping distances"

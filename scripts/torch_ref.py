@@ -20,25 +20,49 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-HEADER = 8 + 4 + 4 + (9 * 4 + 3 * 4 + 32) + (8 + 8 + 4 + 4 + 3 * 4 + 8 + 8 + 512) + 8
+V1_HEADER = 8 + 4 + 4 + (9 * 4 + 3 * 4 + 32) + (8 + 8 + 4 + 4 + 3 * 4 + 8 + 8 + 512) + 8
+V2_FIXED = 8 + 4 + 4 + 8 + 4
 
 
 def read_checkpoint(path):
+    """(cfg, params) from a version 1 or 2 checkpoint, with every encoding
+    option resolved to the value the model uses (README "Position encodings")."""
     raw = open(path, "rb").read()
     if raw[:8] != b"PELABCK1":
         raise SystemExit(f"{path}: not a pelab checkpoint")
     version, flags = struct.unpack_from("<II", raw, 8)
-    o = 16
-    ints = struct.unpack_from("<9i", raw, o); o += 36
-    floats = struct.unpack_from("<3f", raw, o); o += 12
-    pe = raw[o:o + 32].split(b"\0")[0].decode(); o += 32
-    o += 8 + 8 + 4 + 4 + 12 + 8 + 8 + 512  # training state
-    (n,) = struct.unpack_from("<Q", raw, o); o += 8
-    assert o == HEADER
-    cfg = dict(zip(["vocab", "ctx", "d", "layers", "heads", "causal", "rel_clip", "t5_buckets", "t5_max_distance"], ints))
-    cfg.update(zip(["sin_base", "sin_scale", "rope_base"], floats))
+    opts = {}
+    if version == 1:
+        o = 16
+        ints = struct.unpack_from("<9i", raw, o); o += 36
+        floats = struct.unpack_from("<3f", raw, o); o += 12
+        pe = raw[o:o + 32].split(b"\0")[0].decode(); o += 32
+        o += 8 + 8 + 4 + 4 + 12 + 8 + 8 + 512  # training state
+        (n,) = struct.unpack_from("<Q", raw, o); o += 8
+        assert o == V1_HEADER
+        cfg = dict(zip(["vocab", "ctx", "d", "layers", "heads", "causal"], ints[:6]))
+        opts = {"rel-clip": ints[6] or None, "t5-buckets": ints[7], "t5-max-distance": ints[8],
+                "sin-base": floats[0], "sin-scale": floats[1], "rope-base": floats[2]}
+    else:
+        (n, text_len) = struct.unpack_from("<QI", raw, 16)
+        o = V2_FIXED + text_len
+        kv = dict(line.split("=", 1) for line in raw[V2_FIXED:o].decode().splitlines())
+        cfg = {"vocab": int(kv["vocab"]), "ctx": int(kv["ctx"]), "d": int(kv["d_model"]), "layers": int(kv["layers"]),
+               "heads": int(kv["heads"]), "causal": int(kv["attn"] == "causal")}
+        pe = kv["pe"]
+        opts = {k[4:]: float(v) for k, v in kv.items() if k.startswith("opt.")}
     cfg["pe"] = pe
-    params = np.frombuffer(raw, dtype="<f4", count=n, offset=HEADER).copy()
+    absolute, relative = split_pe(pe)
+    d = cfg["d"]
+    # each option's default, as each encoding declares it
+    cfg["sin_base"] = opts.get("sin-base", 10000.0)
+    cfg["sin_scale"] = opts.get("sin-scale") or float(np.float32(1.0) / np.sqrt(np.float32(d)))
+    cfg["rope_base"] = opts.get("rope-base", 10000.0)
+    cfg["t5_buckets"] = int(opts.get("t5-buckets", 32))
+    cfg["t5_max_distance"] = int(opts.get("t5-max-distance", 128))
+    clip = opts.get("rel-clip")
+    cfg["rel_clip"] = int(clip) if clip else 0  # 0: not given (shaw then uses 16, xl does not clip)
+    params = np.frombuffer(raw, dtype="<f4", count=n, offset=o).copy()
     return cfg, params
 
 

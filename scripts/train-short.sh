@@ -14,6 +14,6 @@ LR=${LR:-3e-3}
 ARGS=${ARGS:-}
 OUT=${OUT:-results}
 mkdir -p "$OUT"
-make -s train plot
+make -s train pelab-plot
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -26,8 +26,8 @@ typedef struct {
 } test_case;
 
 // Every encoding and composite the tests sweep.
-extern const char *const test_encodings[];
-extern const int n_test_encodings;
+extern const char *test_encodings[];
+extern int n_test_encodings;
 
 // A tiny model with weights large enough that every path carries gradient.
 void test_tiny_config(model_config *c, const char *pe, int causal);

@@ -167,7 +167,7 @@ static void at_run(at_ctx *c) {
     memcpy(c->qkv, c->qkv_in, sizeof(float) * 3 * c->B * c->T * cf->d_model);
     if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T);
     if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, c->T);
-    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0};
+    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0, ATTN_CHUNK};
     attn_forward(c->y, c->att, c->qkv, &d, c->scratch);
 }
 static double at_loss(void *p) {
@@ -188,14 +188,14 @@ static int attention_grad_case(const char *pe, int causal) {
     int *seg = malloc(sizeof(int) * B * T), *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     test_random_batch(B, T, cfg.vocab, causal, 3, tok, tgt, seg);
     at_ctx c = {&m, malloc(4 * BTC), malloc(4 * BTC * cfg.heads / C * T), malloc(12 * BTC), malloc(12 * BTC),
-                malloc(4 * BTC), malloc(sizeof(float) * 4 * attn_scratch_floats(T)), seg, B, T};
+                malloc(4 * BTC), malloc(sizeof(float) * 4 * attn_scratch_floats(T, ATTN_CHUNK)), seg, B, T};
     test_fill_normal(c.qkv_in, 3 * BTC, 1.0f, 22);
     test_fill_normal(c.dout, BTC, 1.0f, 23);
     float *dqkv = calloc(3 * BTC, 4);
     at_loss(&c);
     model_zero_grad(&m);
     pe_t *rel = m.pe_rel.ops ? &m.pe_rel : NULL;
-    attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0};
+    attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, ATTN_CHUNK};
     attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
     if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, T);
     if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T);

@@ -176,7 +176,7 @@ static int test_attention_softmax_paths(void) {
     int fails = 0;
     const int B = 2, T = 70, C = 12, NH = 3, hs = C / NH;
     float *qkv = malloc(sizeof(float) * B * T * 3 * C), *y = malloc(sizeof(float) * B * T * C);
-    float *scratch = malloc(sizeof(float) * 2 * attn_scratch_floats(T));
+    float *scratch = malloc(sizeof(float) * 2 * attn_scratch_floats(T, ATTN_CHUNK));
     int *seg = malloc(sizeof(int) * B * T);
     test_fill_normal(qkv, (size_t)B * T * 3 * C, 1.5f, 9);
     const char *names[] = {"no segments", "contiguous segments", "interleaved segments"};
@@ -186,7 +186,7 @@ static int test_attention_softmax_paths(void) {
                 int t = i % T;
                 seg[i] = kind == 1 ? t / 23 : kind == 2 ? (t % 3 == 0) + (t > 50) * 2 : 0;
             }
-            attn_dims d = {B, T, C, NH, causal, kind ? seg : NULL, NULL, NULL, 0};
+            attn_dims d = {B, T, C, NH, causal, kind ? seg : NULL, NULL, NULL, 0, ATTN_CHUNK};
             attn_forward(y, NULL, qkv, &d, scratch);
             double err = 0;
             for (int b = 0; b < B; b++)

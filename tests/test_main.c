@@ -9,18 +9,40 @@
 #endif
 
 #include "../model/ops.h"
+#include "../core/startup.h"
 #include "test.h"
 
-const char *const test_encodings[] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5", "xl", "shaw",
-                                       "learned+rope", "sinusoidal+alibi", "learned+t5", "sinusoidal+xl", "learned+shaw"};
-const int n_test_encodings = sizeof test_encodings / sizeof test_encodings[0];
+// Every encoding of the registry, then its composites: the list the suites
+// sweep, so that a new encoding is covered with no edit here.
+#define MAX_TEST_ENCODINGS 64
+const char *test_encodings[MAX_TEST_ENCODINGS];
+int n_test_encodings;
+
+static void list_test_encodings(void) {
+    static char composites[MAX_TEST_ENCODINGS][64];
+    for (int i = 0; i < pe_registry_count && n_test_encodings < MAX_TEST_ENCODINGS; i++)
+        test_encodings[n_test_encodings++] = pe_registry[i]->name;
+    for (int i = 0; n_test_encodings < MAX_TEST_ENCODINGS && pe_composite(i, composites[i], sizeof composites[i]); i++)
+        test_encodings[n_test_encodings++] = composites[i];
+}
 
 void test_tiny_config(model_config *c, const char *pe, int causal) {
     memset(c, 0, sizeof *c);
     c->vocab = 13, c->ctx = 80, c->d_model = 8, c->layers = 2, c->heads = 2, c->causal = causal;
     snprintf(c->pe, sizeof c->pe, "%s", pe);
-    c->sin_base = 10000.0f, c->sin_scale = 0.35f, c->rope_base = 10000.0f;
-    c->rel_clip = 3, c->t5_buckets = 8, c->t5_max_distance = 20;
+    // Values that exercise the tiny model (distances past the clip, a
+    // sinusoid of visible size, few buckets), for the encodings that take them;
+    // every other option stays at its encoding's default.
+    static const struct {
+        const char *name;
+        double value;
+    } tiny[] = {{"sin-scale", 0.35f}, {"rel-clip", 3}, {"t5-buckets", 8}, {"t5-max-distance", 20}};
+    const pe_ops *abs, *rel;
+    char err[256];
+    if (!pe_parse_spec(pe, &abs, &rel, err, sizeof err)) return;
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
+        if (pe_option_find(abs, tiny[i].name, NULL) || pe_option_find(rel, tiny[i].name, NULL))
+            config_set(c, tiny[i].name, tiny[i].value);
 }
 
 void test_randomise_weights(model_t *m, unsigned long long seed) {
@@ -66,9 +88,10 @@ int run_tests(const test_case *tests, int n, int *passed, int *failed, const cha
 }
 
 int main(int argc, char **argv) {
-    ops_select_blas_kernel(argv);
+    startup_blas_kernel(argv);
     const char *filter = argc > 1 ? argv[1] : NULL;
-    ops_init_threads(2);
+    list_test_encodings();
+    startup_threads(2);
     int passed = 0, failed = 0;
     run_tests(kernel_tests, n_kernel_tests, &passed, &failed, filter);
     run_tests(grad_tests, n_grad_tests, &passed, &failed, filter);

@@ -5,18 +5,19 @@
 
 #include "../data/data.h"
 #include "../model/attn.h"
-#include "../model/eval.h"
+#include "../eval/eval.h"
 #include "../model/ops.h"
-#include "../model/canvas.h"
-#include "../model/viz.h"
-#include "../model/plot.h"
+#include "../eval/viz.h"
+#include "../plot/canvas.h"
+#include "../plot/plot.h"
 #include <stb_image.h>
 #include <unistd.h>
 #include "test.h"
 
 void alibi_slopes(int H, float *out);
 int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance);
-void rope_frequencies(const model_config *c, int scale, float s, float *theta, float *pos_mul, float *mscale);
+void rope_frequencies(int hs, int ctx, double base, int scale, float s, float *theta, float *pos_mul, float *mscale);
+enum { SCALE_NONE, SCALE_PI, SCALE_NTK, SCALE_YARN };  // --rope-scale's choices, in rope.c's order
 
 static float max_abs_diff(const float *a, const float *b, size_t n) {
     float m = 0.0f;
@@ -355,7 +356,8 @@ static int test_xl_fast_equals_direct(void) {
     for (int clip = 0; clip <= 5; clip += 5) {
         model_config cfg;
         test_tiny_config(&cfg, "xl", 0);
-        cfg.rel_clip = clip;
+        if (clip) config_set(&cfg, "rel-clip", clip);
+        else config_unset(&cfg, "rel-clip");  // xl's default: no clipping
         model_t m;
         model_create(&m, &cfg);
         test_randomise_weights(&m, 17);
@@ -404,22 +406,21 @@ static int test_xl_fast_equals_direct(void) {
 // PI, NTK and YaRN: identity at factor 1, and their formulas on a hand case.
 static int test_rope_scaling_formulas(void) {
     int fails = 0;
-    model_config cfg;
-    test_tiny_config(&cfg, "rope", 1);
-    cfg.d_model = 16, cfg.heads = 2, cfg.ctx = 64;  // hs 8: θ_m = 10000^(−m/4)
+    const int hs = 8, ctx = 64;  // θ_m = 10000^(−m/4)
+    const double b = 10000.0;
     float th0[4], th[4], pm, ms;
-    rope_frequencies(&cfg, ROPE_SCALE_NONE, 1.0f, th0, &pm, &ms);
-    for (int k = ROPE_SCALE_PI; k <= ROPE_SCALE_YARN; k++) {
-        rope_frequencies(&cfg, k, 1.0f, th, &pm, &ms);
+    rope_frequencies(hs, ctx, b, SCALE_NONE, 1.0f, th0, &pm, &ms);
+    for (int k = SCALE_PI; k <= SCALE_YARN; k++) {
+        rope_frequencies(hs, ctx, b, k, 1.0f, th, &pm, &ms);
         for (int i = 0; i < 4; i++) EXPECT(fabsf(th[i] - th0[i]) < 1e-7f * th0[i] + 1e-12f, "scale %d at factor 1 moved θ_%d", k, i);
         EXPECT(pm == 1.0f && ms == 1.0f, "scale %d at factor 1: pos %g mscale %g", k, pm, ms);
     }
-    rope_frequencies(&cfg, ROPE_SCALE_PI, 4.0f, th, &pm, &ms);
+    rope_frequencies(hs, ctx, b, SCALE_PI, 4.0f, th, &pm, &ms);
     EXPECT(pm == 0.25f, "PI divides positions by s");
-    rope_frequencies(&cfg, ROPE_SCALE_NTK, 4.0f, th, &pm, &ms);
+    rope_frequencies(hs, ctx, b, SCALE_NTK, 4.0f, th, &pm, &ms);
     double base = 10000.0 * pow(4.0, 8.0 / 6.0);
     for (int i = 0; i < 4; i++) EXPECT(fabs(th[i] - pow(base, -2.0 * i / 8)) < 1e-6 * pow(base, -2.0 * i / 8), "NTK θ_%d", i);
-    rope_frequencies(&cfg, ROPE_SCALE_YARN, 4.0f, th, &pm, &ms);
+    rope_frequencies(hs, ctx, b, SCALE_YARN, 4.0f, th, &pm, &ms);
     for (int i = 0; i < 4; i++) {
         double t = pow(10000.0, -2.0 * i / 8), r = 64 * t / (2 * M_PI), g = (r - 1) / 31;
         g = g < 0 ? 0 : g > 1 ? 1 : g;
@@ -511,15 +512,14 @@ static int test_streaming_equals_full_matrix(void) {
             size_t n = (size_t)T * cfg.vocab;
             float *full = malloc(sizeof(float) * n);
             model_acts a;
-            attn_chunk = T;
+            m.attn_chunk = T;
             model_acts_alloc(&a, &m, 1, T, 0);
             model_forward(&m, &a, tok, NULL, seg);
             memcpy(full, a.logits, sizeof(float) * n);
             model_acts_free(&a);
-            attn_chunk = 16;
+            m.attn_chunk = 16;
             model_acts_alloc(&a, &m, 1, T, 0);
             model_forward(&m, &a, tok, NULL, seg);
-            attn_chunk = ATTN_CHUNK;
             float d = max_abs_diff(full, a.logits, n);
             EXPECT(d <= 2e-5f, "pe=%s %s: streaming and full-matrix logits differ by %g", test_encodings[e], causal ? "causal" : "bidir", d);
             model_acts_free(&a);

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         model_t m;
         train_state st;
         char err[1024];
-        if (ckpt_load(path, &m, &st, size & 1, err, sizeof err) == 0) model_free(&m);
+        if (ckpt_load(path, NULL, 0, &m, &st, size & 1, err, sizeof err) == 0) model_free(&m);
     }
     die_jump = NULL;
     return 0;

@@ -3,9 +3,11 @@
 // with a message (die_usage, caught here), never crash. Built by `make fuzz`.
 #include <setjmp.h>
 
-#define main train_main
-#include "../../train.c"
-#undef main
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../cli/options.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     static char buf[4096];
@@ -29,15 +31,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     die_jump = &jb;
     if (setjmp(jb) == 0) {
         options o;
-        set_defaults(&o);
+        options_defaults(&o);
         optind = 0;  // GNU getopt: reinitialise for a new argument list
-        // --help and --version (or any abbreviation getopt accepts, like
-        // --ve) print and exit(0) by design: not what this harness tests
+        // --help, --version and --list-pe (or any abbreviation getopt
+        // accepts, like --ve) print and exit(0) by design: not what this
+        // harness tests
         for (int i = 1; i < argc; i++) {
             size_t n = strcspn(argv[i], "=");
-            if (n >= 3 && (!strncmp(argv[i], "--help", n) || !strncmp(argv[i], "--version", n))) argv[i] = "--quiet";
+            if (n >= 3 && (!strncmp(argv[i], "--help", n) || !strncmp(argv[i], "--version", n) || !strncmp(argv[i], "--list-pe", n)))
+                argv[i] = "--quiet";
         }
-        parse_options(&o, argc, argv);
+        options_parse(&o, argc, argv);
     }
     die_jump = NULL;
     fclose(stderr);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "../core/common.h"
 
 void canvas_init(canvas *c, int w, int h, rgb bg) {
     c->w = w, c->h = h;

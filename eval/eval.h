@@ -1,10 +1,10 @@
-// eval.h — SPEC "Evaluation": perplexity over non-overlapping windows, each
+// eval.h — README "Evaluation": perplexity over non-overlapping windows, each
 // scored on its own, and the order probe on cats.
 #ifndef PELAB_EVAL_H
 #define PELAB_EVAL_H
 
 #include "../data/data.h"
-#include "model.h"
+#include "../model/model.h"
 
 typedef struct {
     int L;
@@ -15,9 +15,6 @@ typedef struct {
     char err[256];
 } eval_result;
 
-// The longest context the model can be evaluated at (learned tables end at
-// the training ctx); INT_MAX when unbounded.
-int model_max_eval_ctx(const model_t *m);
 // Evaluates at length L over at most max_tokens; fills r (r->ok = 0 with
 // r->err when this length is refused).
 void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "canvas.h"
-#include "common.h"
+#include "../core/common.h"
 
 #define MAX_SERIES 24
 #define MAX_POINTS 4096

@@ -3,7 +3,7 @@
 #define PELAB_VIZ_H
 
 #include "../data/data.h"
-#include "model.h"
+#include "../model/model.h"
 
 // Draws the attention weights on a held-out probe sentence in both word
 // orders (top: "the X verbs the Y", bottom: "the Y verbs the X"): one panel

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "canvas.h"
+#include "../plot/canvas.h"
 
 #define CELL 18
 #define FONT 2

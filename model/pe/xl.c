@@ -1,4 +1,4 @@
-// pe_xl.c — Transformer-XL's relative attention (Dai et al. 2019, eq. 3 with
+// xl.c — Transformer-XL's relative attention (Dai et al. 2019, eq. 3 with
 // the scaling of the paper's code):
 //   s_ij = [(q_i + u_h)·k_j + (q_i + v_h)·(W_R r_(i−j))_h] / sqrt(hs)
 // r_δ is the d-wide sinusoid of the distance δ (clipped to ±k when --rel-clip
@@ -12,9 +12,8 @@
 #include <string.h>
 #include <cblas.h>
 
-#include "model.h"
-#include "attn.h"
-#include "ops.h"
+#include "../ops.h"
+#include "pe.h"
 
 typedef struct {
     int T, L, NH, chunk;
@@ -24,6 +23,18 @@ typedef struct {
     float *work;   // per head: (CHUNK, hs) + (CHUNK, CHUNK + T − 1)
     size_t work_per_head;
 } xl_state;
+
+static const pe_option xl_options[] = {
+    {.name = "rel-clip", .type = PE_OPT_INT, .lo = 1, .hi = 1 << 16, .def = NAN, .def_text = "no clipping",
+     .help = "relative clipping distance k"},
+    {0},
+};
+
+static int xl_check(const pe_t *pe, char *err, size_t errlen) {
+    if (pe->cfg->d_model % 2 == 0) return 1;
+    snprintf(err, errlen, "xl needs an even --d-model, got %d", pe->cfg->d_model);
+    return 0;
+}
 
 static void xl_init(pe_t *pe, param_table *tab) {
     const model_config *c = pe->cfg;
@@ -47,23 +58,24 @@ static size_t xl_work_per_head(int chunk, int hs, int T) {
     return (size_t)chunk * hs + (size_t)chunk * ((size_t)chunk + T - 1);
 }
 
-// Sizes the tables for T and fills r_δ, interleaved like SPEC's sinusoidal
+// Sizes the tables for T and fills r_δ, interleaved like the sinusoidal encoding's
 // table: r[2i] = sin(δ/10000^(2i/d)), r[2i+1] = cos(δ/10000^(2i/d)).
 static void xl_sizes(pe_t *pe, int T) {
     xl_state *st = pe->state;
     const model_config *c = pe->cfg;
-    if (st->r && st->T == T && st->chunk == attn_chunk) return;
+    if (st->r && st->T == T && st->chunk == pe->chunk) return;
     int C = c->d_model, hs = C / c->heads, n = 2 * T - 1;
+    int clip = isnan(pe->opt[0]) ? 0 : (int)pe->opt[0];
     free(st->r), free(st->R), free(st->dR), free(st->work);
     st->r = xmalloc(sizeof(float) * size_mul((size_t)n, (size_t)C, "xl table"));
     st->R = xmalloc(sizeof(float) * size_mul((size_t)c->layers * n, (size_t)C, "xl table"));
     st->dR = xcalloc((size_t)n * C, sizeof(float));
-    st->chunk = attn_chunk;
+    st->chunk = pe->chunk;
     st->work_per_head = xl_work_per_head(st->chunk, hs, T);
     st->work = xmalloc(sizeof(float) * size_mul(st->work_per_head, (size_t)c->heads, "xl scratch"));
     for (int d = -(T - 1); d <= T - 1; d++) {
         int dc = d;
-        if (c->rel_clip > 0) dc = dc > c->rel_clip ? c->rel_clip : dc < -c->rel_clip ? -c->rel_clip : dc;
+        if (clip > 0) dc = dc > clip ? clip : dc < -clip ? -clip : dc;
         float *row = st->r + (size_t)(d + T - 1) * C;
         for (int i = 0; i < C / 2; i++) {
             double a = dc / pow(10000.0, 2.0 * i / C);
@@ -78,7 +90,7 @@ static size_t xl_table_floats(const pe_t *pe, int T) {
     const model_config *c = pe->cfg;
     size_t n = 2 * (size_t)T - 1, hs = c->d_model / c->heads;
     // r, R (one per layer), dR, and each head's scratch
-    return (c->layers + 2) * n * c->d_model + c->heads * xl_work_per_head(attn_chunk, (int)hs, T);
+    return (c->layers + 2) * n * c->d_model + c->heads * xl_work_per_head(pe->chunk, (int)hs, T);
 }
 
 static void xl_layer_begin(pe_t *pe, const float *params, int layer, int T) {
@@ -186,6 +198,9 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
 
 const pe_ops pe_xl_ops = {
     .name = "xl",
+    .summary = "content and position terms with learned u, v and a projected sinusoid of i-j (Dai et al. 2019)",
+    .options = xl_options,
+    .check = xl_check,
     .init = xl_init,
     .free = xl_free,
     .layer_begin = xl_layer_begin,

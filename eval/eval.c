@@ -6,23 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pe.h"
-
 // Evaluation batches hold about this many tokens, whatever L is.
 #define EVAL_BATCH_TOKENS 4096
-
-int model_max_eval_ctx(const model_t *m) {
-    if (m->pe_abs.ops && strcmp(m->pe_abs.ops->name, "learned") == 0) return m->cfg.ctx;
-    return INT_MAX;
-}
 
 void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r) {
     memset(r, 0, sizeof *r);
     r->L = L;
     if (L > model_max_eval_ctx(m)) {
         snprintf(r->err, sizeof r->err,
-                 "the learned position table has %d rows (the training ctx), so ctx=%d cannot be evaluated; use a relative or sinusoidal encoding to evaluate longer",
-                 model_max_eval_ctx(m), L);
+                 "--pe %s has no positions past %d (the training ctx), so ctx=%d cannot be evaluated; use a relative or sinusoidal encoding to evaluate longer",
+                 m->cfg.pe, model_max_eval_ctx(m), L);
         return;
     }
     size_t windows = data_eval_windows(d, L, max_tokens, r->err, sizeof r->err);
@@ -34,6 +27,7 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     if (!model_fits_in_memory(m, B, L, 0, r->err, sizeof r->err)) return;
     model_acts a;
     model_acts_alloc(&a, m, B, L, 0);
+    model_eval_length(m, L);  // e.g. RoPE's context extension, for this evaluation only
     size_t BT = (size_t)B * L;
     int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
     double sum = 0.0;
@@ -54,6 +48,7 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
         sum += loss * (double)n;
         count += n;
     }
+    model_eval_length(m, 0);
     free(tok);
     free(tgt);
     free(seg);

@@ -1,8 +1,8 @@
-// pe_rope.c — RoFormer (Su et al. 2021), interleaved pairs: (q[2m], q[2m+1])
+// rope.c — RoFormer (Su et al. 2021), interleaved pairs: (q[2m], q[2m+1])
 // and the same pair of k are rotated by the angle t·θ_m, θ_m = base^(−2m/hs),
 // so q̃_i·k̃_j depends on i − j only.
 //
-// Context extension at evaluation (SPEC "RoPE context extension", factor s):
+// Context extension at evaluation (README "RoPE context extension", factor s):
 //   pi    positions divided by s                  (Chen et al. 2023)
 //   ntk   base·s^(hs/(hs−2))                      ("NTK-aware" scaling)
 //   yarn  θ'_m = (1−γ)·θ_m/s + γ·θ_m, γ = ramp((ctx/λ_m − α)/(β − α)),
@@ -10,26 +10,40 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "model.h"
+#include "pe.h"
+
+enum { ROPE_BASE, ROPE_SCALE, ROPE_FACTOR };
+enum { ROPE_SCALE_NONE, ROPE_SCALE_PI, ROPE_SCALE_NTK, ROPE_SCALE_YARN };  // --rope-scale's choices, in order
+static const char *const rope_scale_names[] = {"none", "pi", "ntk", "yarn", NULL};
+
+static const pe_option rope_options[] = {
+    [ROPE_BASE] = {.name = "rope-base", .type = PE_OPT_FLOAT, .lo = 1.0001, .hi = 1e12, .def = 10000,
+                   .help = "RoPE base"},
+    [ROPE_SCALE] = {.name = "rope-scale", .type = PE_OPT_CHOICE, .choices = rope_scale_names, .def = ROPE_SCALE_NONE,
+                    .eval_only = 1, .help = "RoPE extension at evaluation: none, pi, ntk, yarn"},
+    [ROPE_FACTOR] = {.name = "rope-factor", .type = PE_OPT_FLOAT, .lo = 1, .hi = 1e6, .def = NAN,
+                     .def_text = "eval length / training ctx", .eval_only = 1, .help = "RoPE extension factor"},
+    {0},
+};
 
 typedef struct {
-    int T, scale, hs;
+    int scale;       // the extension in force: ROPE_SCALE_NONE while training
     float factor;
+    int T, table_scale, hs;  // what cs was made for
+    float table_factor;
     float *cs;       // (T, hs/2, 2): cos, sin of each pair's angle
     float mscale;    // multiplies q (so the logits) — YaRN's attention scale
 } rope_state;
 
-// Fills theta (hs/2) and the position multiplier for the current extension.
-void rope_frequencies(const model_config *c, int scale, float s, float *theta, float *pos_mul, float *mscale) {
-    int hs = c->d_model / c->heads, half = hs / 2;
-    double base = c->rope_base;
+void rope_frequencies(int hs, int ctx, double base, int scale, float s, float *theta, float *pos_mul, float *mscale) {
+    int half = hs / 2;
     if (scale == ROPE_SCALE_NTK) base *= pow(s, (double)hs / (hs - 2 > 0 ? hs - 2 : 1));
     *pos_mul = scale == ROPE_SCALE_PI ? 1.0f / s : 1.0f;
     *mscale = 1.0f;
     for (int m = 0; m < half; m++) {
         double th = pow(base, -2.0 * m / hs);
         if (scale == ROPE_SCALE_YARN) {
-            double r = c->ctx / (2.0 * M_PI / th), alpha = 1.0, beta = 32.0;
+            double r = ctx / (2.0 * M_PI / th), alpha = 1.0, beta = 32.0;
             double g = (r - alpha) / (beta - alpha);
             g = g < 0 ? 0 : g > 1 ? 1 : g;
             th = (1.0 - g) * th / s + g * th;
@@ -42,24 +56,52 @@ void rope_frequencies(const model_config *c, int scale, float s, float *theta, f
     }
 }
 
+static int rope_check(const pe_t *pe, char *err, size_t errlen) {
+    const model_config *c = pe->cfg;
+    if ((c->d_model / c->heads) % 2) {
+        snprintf(err, errlen, "rope needs an even head size; --d-model %d / --heads %d = %d", c->d_model, c->heads,
+                 c->d_model / c->heads);
+        return 0;
+    }
+    if (!isnan(pe->opt[ROPE_FACTOR]) && pe->opt[ROPE_SCALE] == ROPE_SCALE_NONE) {
+        snprintf(err, errlen, "--rope-factor needs --rope-scale pi, ntk or yarn");
+        return 0;
+    }
+    return 1;
+}
+
+static void rope_init(pe_t *pe, param_table *tab) {
+    rope_state *st = xcalloc(1, sizeof *st);
+    st->factor = 1.0f;
+    pe->state = st;
+}
+
+// Evaluation at L uses the chosen extension, with the factor given or
+// L / ctx (1 at or below the training length); training and every other
+// evaluation (order probe, pictures, sampling) use none.
+static void rope_eval_length(pe_t *pe, int L) {
+    rope_state *st = pe->state;
+    int T = pe->cfg->ctx;
+    st->scale = L > 0 ? (int)pe->opt[ROPE_SCALE] : ROPE_SCALE_NONE;
+    st->factor = L <= 0 ? 1.0f : !isnan(pe->opt[ROPE_FACTOR]) ? (float)pe->opt[ROPE_FACTOR] : L > T ? (float)L / T : 1.0f;
+}
+
 static rope_state *rope_table(pe_t *pe, int T) {
     rope_state *st = pe->state;
-    if (!st) st = pe->state = calloc(1, sizeof *st);
-    if (!st) die_runtime("out of memory for the RoPE table");
-    float factor = pe->rope_scale ? pe->rope_factor : 1.0f;
-    if (st->cs && st->T == T && st->scale == pe->rope_scale && st->factor == factor) return st;
+    float factor = st->scale ? st->factor : 1.0f;
+    if (st->cs && st->T == T && st->table_scale == st->scale && st->table_factor == factor) return st;
     int hs = pe->cfg->d_model / pe->cfg->heads, half = hs / 2;
     free(st->cs);
     st->cs = xmalloc(sizeof(float) * size_mul((size_t)T, (size_t)hs, "rope table"));
     float theta[half > 0 ? half : 1], pos_mul;
-    rope_frequencies(pe->cfg, pe->rope_scale, factor, theta, &pos_mul, &st->mscale);
+    rope_frequencies(hs, pe->cfg->ctx, (float)pe->opt[ROPE_BASE], st->scale, factor, theta, &pos_mul, &st->mscale);
     for (int t = 0; t < T; t++)
         for (int m = 0; m < half; m++) {
             double a = (double)t * pos_mul * theta[m];
             st->cs[((size_t)t * half + m) * 2] = (float)cos(a);
             st->cs[((size_t)t * half + m) * 2 + 1] = (float)sin(a);
         }
-    st->T = T, st->scale = pe->rope_scale, st->factor = factor, st->hs = hs;
+    st->T = T, st->table_scale = st->scale, st->table_factor = factor, st->hs = hs;
     return st;
 }
 
@@ -104,6 +146,11 @@ static void rope_free(pe_t *pe) {
 
 const pe_ops pe_rope_ops = {
     .name = "rope",
+    .summary = "q and k rotated by position-dependent angles (Su et al. 2021)",
+    .options = rope_options,
+    .check = rope_check,
+    .init = rope_init,
+    .eval_length = rope_eval_length,
     .free = rope_free,
     .qk_forward = rope_qk_forward,
     .qk_backward = rope_qk_backward,

@@ -1,4 +1,4 @@
-// pe_shaw.c — Shaw, Uszkoreit & Vaswani 2018, "Self-Attention with Relative
+// shaw.c — Shaw, Uszkoreit & Vaswani 2018, "Self-Attention with Relative
 // Position Representations", eqs. 3–5:
 //   s_ij = q_i·(k_j + aK[c(j − i)]) / sqrt(hs)
 //   y_i  = Σ_j α_ij (v_j + aV[c(j − i)])
@@ -10,8 +10,7 @@
 #include <string.h>
 #include <cblas.h>
 
-#include "attn.h"
-#include "model.h"
+#include "pe.h"
 
 typedef struct {
     int k, nrel, hs, NH, chunk;
@@ -19,11 +18,14 @@ typedef struct {
     float *dK, *dV;         // per head: (nrel, hs)
 } shaw_state;
 
-static int shaw_clip(const model_config *c) { return c->rel_clip > 0 ? c->rel_clip : 16; }
+static const pe_option shaw_options[] = {
+    {.name = "rel-clip", .type = PE_OPT_INT, .lo = 1, .hi = 1 << 16, .def = 16, .help = "relative clipping distance k"},
+    {0},
+};
 
 static void shaw_init(pe_t *pe, param_table *tab) {
     const model_config *c = pe->cfg;
-    int k = shaw_clip(c), nrel = 2 * k + 1, hs = c->d_model / c->heads;
+    int k = (int)pe->opt[0], nrel = 2 * k + 1, hs = c->d_model / c->heads;
     size_t per_layer = (size_t)nrel * hs;
     pe->tensor[0] = param_add(tab, "pe_shaw_k", size_mul(per_layer, (size_t)c->layers, "shaw table"), 1, INIT_NORMAL, 0.02f);
     pe->tensor[1] = param_add(tab, "pe_shaw_v", per_layer * c->layers, 1, INIT_NORMAL, 0.02f);
@@ -47,9 +49,9 @@ static void shaw_layer_begin(pe_t *pe, const float *params, int layer, int T) {
         st->dK = xcalloc(size_mul(per_head, (size_t)st->NH, "shaw scratch"), sizeof(float));
         st->dV = xcalloc(per_head * st->NH, sizeof(float));
     }
-    if (st->work && st->chunk == attn_chunk) return;
+    if (st->work && st->chunk == pe->chunk) return;
     free(st->work);
-    st->chunk = attn_chunk;
+    st->chunk = pe->chunk;
     st->work = xmalloc(sizeof(float) * size_mul((size_t)st->NH * st->chunk, (size_t)st->nrel, "shaw scratch"));
 }
 
@@ -178,6 +180,8 @@ static void shaw_layer_end(pe_t *pe, const float *params, float *grads, int laye
 
 const pe_ops pe_shaw_ops = {
     .name = "shaw",
+    .summary = "learned key and value vectors per clipped distance (Shaw et al. 2018)",
+    .options = shaw_options,
     .init = shaw_init,
     .free = shaw_free,
     .score_forward = shaw_score_forward,

@@ -1,4 +1,4 @@
-// pe_alibi.c — ALiBi (Press et al. 2022, "Train Short, Test Long"): a fixed
+// alibi.c — ALiBi (Press et al. 2022, "Train Short, Test Long"): a fixed
 // bias b_h(i, j) = −m_h·(i − j) (causal) or −m_h·|i − j| (bidirectional),
 // added after the 1/sqrt(hs) scaling. Slopes 2^(−8h/H), h = 1..H, for H a
 // power of two; otherwise the slopes of the closest smaller power of two c,
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "model.h"
+#include "pe.h"
 
 static void pow2_slopes(int n, float *out) {
     for (int h = 1; h <= n; h++) out[h - 1] = powf(2.0f, -8.0f * h / n);
@@ -45,6 +45,7 @@ static void alibi_score_forward(pe_t *pe, const float *params, int layer, int h,
 
 const pe_ops pe_alibi_ops = {
     .name = "alibi",
+    .summary = "a fixed linear bias -m_h |i-j| per head (Press et al. 2022)",
     .init = alibi_init,
     .free = alibi_free,
     .score_forward = alibi_score_forward,  // a fixed bias: no backward

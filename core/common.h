@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// Exit statuses (SPEC "Errors"): 2 for a bad option or value, 1 for a runtime
+// Exit statuses (README "Reliability"): 2 for a bad option or value, 1 for a runtime
 // failure. Both print a message on stderr first.
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 1
@@ -45,7 +45,7 @@ uint32_t rng_below(rng_t *r, uint32_t n);  // uniform in [0, n)
 float rng_uniform(rng_t *r);               // uniform in [0, 1)
 float rng_normal(rng_t *r);                // N(0, 1), Box-Muller
 
-// CRC-32 (IEEE 802.3 polynomial), incremental: start with crc = 0.
+// CRC-32 (IEEE 802.3 polynomial, zlib's crc32), incremental: start with crc = 0.
 uint32_t crc32_update(uint32_t crc, const void *data, size_t n);
 
 double now_seconds(void);

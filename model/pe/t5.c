@@ -1,4 +1,4 @@
-// pe_t5.c — T5's relative attention bias (Raffel et al. 2020): b_h(i, j) =
+// t5.c — T5's relative attention bias (Raffel et al. 2020): b_h(i, j) =
 // w[bucket(i − j), h], one learned table shared by all layers, zero init.
 // Buckets: distances below half the buckets get one each; the rest are
 // log-spaced up to --t5-max-distance, beyond which all share the last
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "model.h"
+#include "pe.h"
 
 typedef struct {
     int T;
@@ -31,8 +31,24 @@ int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance) {
     return ret + (v < num_buckets - 1 ? v : num_buckets - 1);
 }
 
+enum { T5_BUCKETS, T5_MAX_DISTANCE };
+
+static const pe_option t5_options[] = {
+    [T5_BUCKETS] = {.name = "t5-buckets", .type = PE_OPT_INT, .lo = 4, .hi = 1024, .def = 32, .help = "T5 bias buckets"},
+    [T5_MAX_DISTANCE] = {.name = "t5-max-distance", .type = PE_OPT_INT, .lo = 2, .hi = 1 << 20, .def = 128,
+                         .help = "T5 largest distinguished distance"},
+    {0},
+};
+
+static int t5_check(const pe_t *pe, char *err, size_t errlen) {
+    int buckets = (int)pe->opt[T5_BUCKETS], maxd = (int)pe->opt[T5_MAX_DISTANCE];
+    if (maxd > buckets / 2) return 1;
+    snprintf(err, errlen, "--t5-max-distance %d: must exceed half of --t5-buckets (%d)", maxd, buckets / 2);
+    return 0;
+}
+
 static void t5_init(pe_t *pe, param_table *tab) {
-    pe->tensor[0] = param_add(tab, "pe_t5", (size_t)pe->cfg->t5_buckets * pe->cfg->heads, 1, INIT_ZERO, 0);
+    pe->tensor[0] = param_add(tab, "pe_t5", (size_t)pe->opt[T5_BUCKETS] * pe->cfg->heads, 1, INIT_ZERO, 0);
     pe->state = calloc(1, sizeof(t5_state));
     if (!pe->state) die_runtime("out of memory for the T5 table");
 }
@@ -56,7 +72,7 @@ static void t5_layer_begin(pe_t *pe, const float *params, int layer, int T) {
         st->bucket = xmalloc(sizeof(int) * n);
         st->bias = xmalloc(sizeof(float) * size_mul(n, (size_t)H, "T5 bias table"));
         for (int d = -(T - 1); d <= T - 1; d++)
-            st->bucket[d + T - 1] = t5_bucket(d, !pe->cfg->causal, pe->cfg->t5_buckets, pe->cfg->t5_max_distance);
+            st->bucket[d + T - 1] = t5_bucket(d, !pe->cfg->causal, (int)pe->opt[T5_BUCKETS], (int)pe->opt[T5_MAX_DISTANCE]);
         st->T = T;
     }
     const float *w = params + pe->off[0];  // (buckets, H)
@@ -96,6 +112,9 @@ static void t5_score_backward(pe_t *pe, const float *params, float *grads, int l
 
 const pe_ops pe_t5_ops = {
     .name = "t5",
+    .summary = "a learned bias per head and log-spaced distance bucket (Raffel et al. 2020)",
+    .options = t5_options,
+    .check = t5_check,
     .init = t5_init,
     .free = t5_free,
     .layer_begin = t5_layer_begin,

@@ -1,15 +1,17 @@
-// pe_learned.c — a trained table P ∈ R^(ctx × d), init N(0, 0.01), as in
-// GPT-2. It has no rows past the training context: the caller refuses longer
-// evaluation (model_max_eval_ctx).
+// learned.c — a trained table P ∈ R^(ctx × d), init N(0, 0.01), as in
+// GPT-2. It has no rows past the training context, so evaluation at longer
+// contexts is refused (learned_max_eval_ctx).
 #include <string.h>
 
-#include "model.h"
+#include "pe.h"
 
 static void learned_init(pe_t *pe, param_table *tab) {
     const model_config *c = pe->cfg;
     pe->tensor[0] = param_add(tab, "pe_learned", size_mul((size_t)c->ctx, (size_t)c->d_model, "learned table"),
                               1, INIT_NORMAL, 0.01f);
 }
+
+static int learned_max_eval_ctx(const pe_t *pe) { return pe->cfg->ctx; }
 
 static void learned_input_forward(pe_t *pe, const float *params, float *x, int B, int T) {
     int C = pe->cfg->d_model;
@@ -40,7 +42,9 @@ static void learned_input_backward(pe_t *pe, float *grads, const float *dx, int 
 const pe_ops pe_learned_ops = {
     .name = "learned",
     .absolute = 1,
+    .summary = "a trained table of ctx x d added to the input (GPT-2); no rows past ctx",
     .init = learned_init,
+    .max_eval_ctx = learned_max_eval_ctx,
     .input_forward = learned_input_forward,
     .input_backward = learned_input_backward,
 };

@@ -1,0 +1,183 @@
+// registry.c — the single list of position encodings, and the option
+// handling every encoding shares. To add an encoding: write model/pe/NAME.c
+// defining `const pe_ops pe_NAME_ops`, then add one line to PE_LIST below.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pe.h"
+
+#define PE_LIST(X) X(none) X(sinusoidal) X(learned) X(rope) X(alibi) X(t5) X(xl) X(shaw)
+
+#define PE_DECLARE(name) extern const pe_ops pe_##name##_ops;
+#define PE_ENTRY(name) &pe_##name##_ops,
+PE_LIST(PE_DECLARE)
+const pe_ops *const pe_registry[] = {PE_LIST(PE_ENTRY)};
+const int pe_registry_count = sizeof pe_registry / sizeof pe_registry[0];
+
+const pe_ops *pe_find(const char *name) {
+    for (int i = 0; i < pe_registry_count; i++)
+        if (strcmp(pe_registry[i]->name, name) == 0) return pe_registry[i];
+    return NULL;
+}
+
+const char *pe_names(void) {
+    static char buf[512];
+    if (!buf[0])
+        for (int i = 0; i < pe_registry_count; i++) {
+            if (i) strcat(buf, ", ");
+            strcat(buf, pe_registry[i]->name);
+        }
+    return buf;
+}
+
+int pe_composite(int i, char *buf, size_t cap) {
+    const pe_ops *abs[16], *rel[16];
+    int na = 0, nr = 0;
+    for (int k = 0; k < pe_registry_count; k++) {
+        const pe_ops *o = pe_registry[k];
+        if (o->absolute) abs[na++] = o;
+        else if (strcmp(o->name, "none") != 0) rel[nr++] = o;
+    }
+    if (i < 0 || i >= nr || na == 0) return 0;
+    snprintf(buf, cap, "%s+%s", abs[na - 1 - i % na]->name, rel[i]->name);
+    return 1;
+}
+
+// NoPE: neither absolute nor relative; it takes no slot.
+static int is_nope(const pe_ops *o) { return strcmp(o->name, "none") == 0; }
+
+int pe_parse_spec(const char *spec, const pe_ops **abs, const pe_ops **rel, char *err, size_t errlen) {
+    char buf[64];
+    *abs = *rel = NULL;
+    if (strlen(spec) >= sizeof buf) {
+        snprintf(err, errlen, "--pe '%.40s…': unknown encoding (choose from %s)", spec, pe_names());
+        return 0;
+    }
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *plus = strchr(buf, '+');
+    char *names[2] = {buf, NULL};
+    if (plus) {
+        *plus = '\0';
+        names[1] = plus + 1;
+        if (strchr(names[1], '+')) {
+            snprintf(err, errlen, "--pe '%s': at most one absolute and one relative encoding, joined by '+'", spec);
+            return 0;
+        }
+    }
+    for (int i = 0; i < 2 && names[i]; i++) {
+        const pe_ops *o = pe_find(names[i]);
+        if (!o) {
+            snprintf(err, errlen, "--pe '%s': unknown encoding '%s' (choose from %s)", spec, names[i], pe_names());
+            return 0;
+        }
+        if (is_nope(o)) {
+            if (plus) {
+                snprintf(err, errlen, "--pe '%s': 'none' cannot be combined", spec);
+                return 0;
+            }
+            continue;
+        }
+        const pe_ops **slot = o->absolute ? abs : rel;
+        if (*slot) {
+            snprintf(err, errlen, "--pe '%s': two %s encodings; combine one absolute with one relative (see --list-pe)", spec,
+                     o->absolute ? "absolute" : "relative");
+            return 0;
+        }
+        *slot = o;
+    }
+    return 1;
+}
+
+const pe_option *pe_option_find(const pe_ops *ops, const char *name, int *index) {
+    for (int k = 0; ops && ops->options && ops->options[k].name; k++)
+        if (strcmp(ops->options[k].name, name) == 0) {
+            if (index) *index = k;
+            return &ops->options[k];
+        }
+    return NULL;
+}
+
+int pe_check_settings(const char *spec, const model_config *c, char *err, size_t errlen) {
+    const pe_ops *abs, *rel;
+    if (!pe_parse_spec(spec, &abs, &rel, err, errlen)) return 0;
+    for (int i = 0; i < c->n_settings; i++) {
+        const char *name = c->settings[i].name;
+        if (pe_option_find(abs, name, NULL) || pe_option_find(rel, name, NULL)) continue;
+        char takers[256];
+        pe_option_takers(name, takers, sizeof takers);
+        if (takers[0]) snprintf(err, errlen, "--%s is not an option of --pe %s; it goes with %s", name, spec, takers);
+        else snprintf(err, errlen, "--%s: no encoding has this option", name);
+        return 0;
+    }
+    return 1;
+}
+
+const char *pe_option_takers(const char *name, char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < pe_registry_count; i++)
+        if (pe_option_find(pe_registry[i], name, NULL) && n < cap)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", pe_registry[i]->name);
+    return buf;
+}
+
+void pe_option_format(const pe_option *o, double v, char *buf, size_t cap) {
+    if (isnan(v)) snprintf(buf, cap, "unset");
+    else if (o->type == PE_OPT_CHOICE) snprintf(buf, cap, "%s", o->choices[(int)v]);
+    else if (o->type == PE_OPT_INT) snprintf(buf, cap, "%.0f", v);
+    else snprintf(buf, cap, "%.9g", v);  // FLOAT values are floats: 9 digits give them back exactly
+}
+
+int pe_option_parse(const pe_option *o, const char *s, double *v, char *err, size_t errlen) {
+    if (o->type == PE_OPT_CHOICE) {
+        for (int k = 0; o->choices[k]; k++)
+            if (strcmp(s, o->choices[k]) == 0) {
+                *v = k;
+                return 1;
+            }
+        size_t n = (size_t)snprintf(err, errlen, "--%s '%s': choose", o->name, s);
+        for (int k = 0; o->choices[k] && n < errlen; k++)
+            n += (size_t)snprintf(err + n, errlen - n, "%s %s", k ? "," : "", o->choices[k]);
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double x = o->type == PE_OPT_INT ? (double)strtol(s, &end, 10) : strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(x)) {
+        snprintf(err, errlen, "--%s '%s': not a %s", o->name, s, o->type == PE_OPT_INT ? "whole number" : "number");
+        return 0;
+    }
+    if (o->type == PE_OPT_FLOAT) x = (double)(float)x;  // the model computes in float
+    if (x < o->lo || x > o->hi) {
+        snprintf(err, errlen, "--%s %g: must be between %g and %g", o->name, x, o->lo, o->hi);
+        return 0;
+    }
+    *v = x;
+    return 1;
+}
+
+int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, size_t errlen) {
+    memset(pe, 0, sizeof *pe);
+    pe->ops = ops;
+    pe->cfg = cfg;
+    for (int k = 0; ops->options && ops->options[k].name; k++) {
+        const pe_option *o = &ops->options[k];
+        const pe_setting *s = config_setting(cfg, o->name);
+        double v = s ? s->value : o->def;
+        int bad = s && (!isfinite(v) || (o->type != PE_OPT_CHOICE && (v < o->lo || v > o->hi)));
+        if (o->type != PE_OPT_FLOAT && s && v != floor(v)) bad = 1;
+        if (o->type == PE_OPT_CHOICE && s) {
+            int n = 0;
+            while (o->choices[n]) n++;
+            bad = bad || v >= n;
+        }
+        if (bad) {
+            snprintf(err, errlen, "--%s %g: must be between %g and %g", o->name, v, o->lo, o->hi);
+            return 0;
+        }
+        pe->opt[k] = v;
+    }
+    return !ops->check || ops->check(pe, err, errlen);
+}
