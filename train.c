@@ -386,6 +386,24 @@ static void report(const options *o, run_t *r, const train_report *tr, const eva
     if (o->sample) sample_text(o, r);
 }
 
+// After the last step: the final save. Returns 0 when the run stopped early
+// (--stop-at) and has nothing to evaluate yet.
+static int finish_training(const options *o, const run_t *r, const train_report *tr) {
+    // Past training a signal has nothing to save: let it end the program at once.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (stop_signal) raise(stop_signal);
+    if (o->save && !o->load) {
+        save_checkpoint(o, r, tr->steps_done);
+        if (!o->quiet) printf("saved %s at step %ld\n", o->save, tr->steps_done);
+    }
+    if (o->stop_at && tr->steps_done < o->steps) {
+        printf("stopped at step %ld of %ld; continue with --resume %s\n", tr->steps_done, o->steps, o->save);
+        return 0;
+    }
+    return 1;
+}
+
 static void print_header(const options *o, const run_t *r) {
     if (o->quiet) return;
     const model_config *c = &r->m.cfg;
@@ -405,19 +423,7 @@ int main(int argc, char **argv) {
 
     train_report tr;
     train(&o, &run, &tr);
-    // Past training a signal has nothing to save: let it end the program at once.
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    if (stop_signal) raise(stop_signal);
-    if (o.save && !o.load) {
-        save_checkpoint(&o, &run, tr.steps_done);
-        if (!o.quiet) printf("saved %s at step %ld\n", o.save, tr.steps_done);
-    }
-    if (o.stop_at && tr.steps_done < o.steps) {
-        printf("stopped at step %ld of %ld; continue with --resume %s\n", tr.steps_done, o.steps, o.save);
-        return 0;
-    }
-
+    if (!finish_training(&o, &run, &tr)) return 0;  // --stop-at: resume later
     eval_report er;
     evaluate(&o, &run, &er);
     report(&o, &run, &tr, &er);

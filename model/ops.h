@@ -11,7 +11,7 @@
 // float arithmetic so that the compiler can vectorise the loops that call it
 // (glibc's expf is a scalar call). x = n ln2 + r with |r| <= ln2/2;
 // e^r by its Taylor series to r^7 (truncation < 6e-9), 2^n built in the
-// exponent bits. Within 2 ulp of expf over [-87, 88] (tests/test_grad.c
+// exponent bits. Within 2 ulp of expf over [-87, 88] (tests/test_kernels.c
 // checks it); saturates at e^-87 and e^88 outside, passes NaN through.
 static inline float ops_expf(float x) {
     x = x > 88.0f ? 88.0f : x;

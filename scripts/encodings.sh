@@ -7,11 +7,12 @@
 #   ENCODINGS="rope alibi" scripts/encodings.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ENCODINGS=${ENCODINGS:-"none sinusoidal learned rope alibi t5 xl shaw learned+rope sinusoidal+alibi learned+t5 sinusoidal+xl learned+shaw"}
 ARGS=${ARGS:-}
 OUT=${OUT:-results}
 mkdir -p "$OUT"
 make -s train
+# every encoding and composite of the registry
+ENCODINGS=${ENCODINGS:-$(./train --list-pe | awk '{ print $1 }')}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 csv="$OUT/encodings.csv"

@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/train-short.sh
 . scripts/train-short.sh
-ENCODINGS=${ENCODINGS:-"none sinusoidal learned rope alibi t5 xl shaw"}
+# every encoding of the registry (not the composites)
+ENCODINGS=${ENCODINGS:-$(./train --list-pe | awk '$2 != "composite" { print $1 }')}
 lengths="$L,$((2 * L)),$((4 * L)),$((8 * L)),$((16 * L))"
 csv="$OUT/extrapolation.csv"
 echo "pe,ctx,loss,ppl" > "$csv"
@@ -27,13 +28,17 @@ for pe in $ENCODINGS; do
           --save "$tmp/$pe.ck" --quiet $ARGS 2> "$tmp/err" | tee "$tmp/out" | grep '^eval' || true
   collect "$pe" < "$tmp/out"
 done
-if [[ " $ENCODINGS " == *" rope "* ]]; then
-  for scale in pi ntk yarn; do
-    echo "== rope+$scale"
-    ./train --load "$tmp/rope.ck" --data "$DATA" --eval-ctx "$lengths" --rope-scale "$scale" --quiet | tee "$tmp/out" | grep '^eval' || true
-    collect "rope ($scale)" < "$tmp/out"
+# each encoding with a --rope-scale option, evaluated again with each of its
+# context extensions (the choices --list-pe shows, but none)
+for pe in $ENCODINGS; do
+  scales=$(./train --list-pe | awk -v pe="$pe" '$1 == pe { for (i = 1; i < NF; i++) if ($i ~ /--rope-scale/) print $(i + 1) }' |
+           tr '|' ' ' | sed 's/\bnone\b//')
+  for scale in $scales; do
+    echo "== $pe+$scale"
+    ./train --load "$tmp/$pe.ck" --data "$DATA" --eval-ctx "$lengths" --rope-scale "$scale" --quiet | tee "$tmp/out" | grep '^eval' || true
+    collect "$pe ($scale)" < "$tmp/out"
   done
-fi
+done
 elapsed=$(( $(date +%s) - start ))
 awk -F, 'NR > 1 && $4 != "" { print $1 "," $2 "," $4 }' "$csv" > "$tmp/plot.csv"
 ./pelab-plot --out "$OUT/extrapolation.png" --logx --logy --xlabel "evaluation length (tokens)" --ylabel "perplexity" \

@@ -14,11 +14,13 @@ CAUSAL_LR=${CAUSAL_LR:-6e-3}   # the trainer's default
 BIDIR_LR=${BIDIR_LR:-3e-3}     # at 6e-3 bidirectional ALiBi trained unstably (0.81 after 3000 steps)
 SEEDS=${SEEDS:-"1 2 3"}
 THREADS=${THREADS:-$(nproc)}
-ENCODINGS=${ENCODINGS:-"none sinusoidal learned rope alibi t5 xl shaw"}
 MODES=${MODES:-"bidir causal"}
 OUT=${OUT:-results}
+PICTURES=${PICTURES:-"none rope"}  # encodings whose attention is drawn (first seed)
 mkdir -p "$OUT"
 make -s train
+# every encoding of the registry (not the composites)
+ENCODINGS=${ENCODINGS:-$(./train --list-pe | awk '$2 != "composite" { print $1 }')}
 csv="$OUT/order.csv"
 echo "pe,attn,seed,order_acc,n,eval_loss,seconds" > "$csv"
 start=$(date +%s)
@@ -26,7 +28,7 @@ for pe in $ENCODINGS; do
   for mode in $MODES; do
     for seed in $SEEDS; do
       png=()
-      if [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ] && { [ "$pe" = none ] || [ "$pe" = rope ]; }; then
+      if [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ] && [[ " $PICTURES " == *" $pe "* ]]; then
         png=(--attn-png "$OUT/attn_${pe}_${mode}.png")
       fi
       t0=$(date +%s.%N)

@@ -2,7 +2,7 @@
 """An independent PyTorch reference for pelab's model.
 
 Reads a pelab checkpoint by the byte layout the README documents, builds the
-same model from SPEC's formulas with ordinary PyTorch tensor code (full T x T
+same model from the README's formulas with ordinary PyTorch tensor code (full T x T
 attention, autograd for the gradients), and writes the loss and the gradient
 of every parameter, so the C implementation can be compared against it.
 
@@ -86,10 +86,18 @@ def layout(cfg):
     return t
 
 
+# The encodings this reference implements; a new encoding of pelab's registry
+# fails the comparison with a message until its formula is added here.
+ABSOLUTE = ("sinusoidal", "learned")
+RELATIVE = ("rope", "alibi", "t5", "xl", "shaw")
+
+
 def split_pe(spec):
     absolute = relative = None
     for name in spec.split("+"):
-        if name in ("sinusoidal", "learned"):
+        if name not in ABSOLUTE + RELATIVE + ("none",):
+            raise SystemExit(f"torch_ref.py: no reference for encoding '{name}'; add its formula to scripts/torch_ref.py")
+        if name in ABSOLUTE:
             absolute = name
         elif name != "none":
             relative = name

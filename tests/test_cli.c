@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../cli/options.h"
 #include "test.h"
 
 static char tmpdir[64];
@@ -46,7 +47,8 @@ static void slurp(const char *path, char *buf, size_t cap) {
 // dir); returns the raw wait status; stdout and stderr land in the buffers.
 static int run_train(const char *args) {
     ensure_tmpdir();
-    char line[2048], expanded[2048] = "";
+    static char line[8192], expanded[8192];
+    expanded[0] = 0;
     snprintf(line, sizeof line, "%s", args);
     for (char *p = line; *p;) {
         char *hit = strstr(p, "{T}");
@@ -196,18 +198,168 @@ static int test_bad_input_table(void) {
     return fails;
 }
 
+// --help, --list-pe and the README's options table list every option of the
+// table and of every encoding, and every encoding of the registry: all read
+// from the same tables, so a new option or encoding cannot be left out.
 static int test_help_lists_every_option(void) {
     int fails = 0;
     int s = run_train("--help");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--help exit");
-    const char *opts[] = {"--data", "--pe", "--ctx", "--attn", "--d-model", "--layers", "--heads", "--batch", "--steps", "--lr",
-                          "--warmup", "--wd", "--clip", "--seed", "--threads", "--eval-ctx", "--eval-tokens", "--rope-base",
-                          "--rope-scale", "--rope-factor", "--sin-base", "--sin-scale", "--rel-clip", "--t5-buckets",
-                          "--t5-max-distance", "--save", "--save-every", "--load", "--resume", "--json", "--sample",
-                          "--prompt", "--temperature", "--quiet", "--version"};
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) EXPECT(strstr(out_buf, opts[i]), "--help lacks %s", opts[i]);
+    static char help[1 << 16], readme[1 << 18];
+    snprintf(help, sizeof help, "%s", out_buf);
+    FILE *f = fopen("README.md", "r");
+    size_t n = f ? fread(readme, 1, sizeof readme - 1, f) : 0;
+    readme[n] = '\0';
+    if (f) fclose(f);
+    const char *table = strstr(readme, "### Options");
+    const char *table_end = table ? strstr(table + 1, "\n## ") : NULL;
+    EXPECT(table != NULL, "README.md has no '### Options' section");
+    char names[128][48];
+    int count = 0;
+    for (int i = 0; i < cli_option_count && count < 128; i++) snprintf(names[count++], 48, "--%s", cli_options[i].name);
+    for (int e = 0; e < pe_registry_count; e++)
+        for (int k = 0; pe_registry[e]->options && pe_registry[e]->options[k].name && count < 128; k++)
+            snprintf(names[count++], 48, "--%s", pe_registry[e]->options[k].name);
+    for (int i = 0; i < count; i++) {
+        char word[64];
+        snprintf(word, sizeof word, "%.40s ", names[i]);
+        EXPECT(strstr(help, word) || strstr(help, names[i]), "--help lacks %s", names[i]);
+        snprintf(word, sizeof word, "`%.40s", names[i]);
+        const char *at = table ? strstr(table, word) : NULL;
+        EXPECT(at && (!table_end || at < table_end), "README's options table lacks %s", names[i]);
+    }
+    s = run_train("--list-pe");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--list-pe exit");
+    for (int e = 0; e < n_test_encodings; e++) {  // a line that starts with the name
+        char line[80];
+        snprintf(line, sizeof line, "\n%s ", test_encodings[e]);
+        EXPECT(strncmp(out_buf, line + 1, strlen(line + 1)) == 0 || strstr(out_buf, line), "--list-pe lacks %s", test_encodings[e]);
+    }
     s = run_train("--version");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "pelab"), "--version");
+    return fails;
+}
+
+// An option is refused with an encoding that does not take it, naming the
+// encodings that do; with a checkpoint only evaluation options are taken.
+static int test_options_belong_to_encodings(void) {
+    int fails = 0;
+    static const struct {
+        const char *args, *names[2];
+    } cases[] = {
+        {"--pe alibi --rope-base 500", {"--rope-base", "rope"}},
+        {"--pe xl --sin-base 500", {"--sin-base", "sinusoidal"}},
+        {"--pe alibi --rel-clip 4", {"--rel-clip", "shaw"}},
+        {"--pe learned --rope-scale yarn", {"--rope-scale", "rope"}},
+        {"--pe none --t5-buckets 8", {"--t5-buckets", "t5"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char a[256];
+        snprintf(a, sizeof a, SMALL " --steps 2 %s", cases[i].args);
+        int s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2, "'%s' exited %d, expected 2", cases[i].args, WEXITSTATUS(s));
+        for (int k = 0; k < 2; k++)
+            EXPECT(strstr(err_buf, cases[i].names[k]), "'%s': stderr does not name %s: %s", cases[i].args, cases[i].names[k], err_buf);
+    }
+    int s = run_train(SMALL " --pe alibi --steps 2 --save {T}/alibi.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "alibi run: %s", err_buf);
+    s = run_train("--quiet --threads 2 --load {T}/alibi.ck --rope-scale yarn");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--rope-scale") && strstr(err_buf, "rope"),
+           "--rope-scale with an alibi checkpoint: exit %d, %s", WEXITSTATUS(s), err_buf);
+    s = run_train(SMALL " --pe rope --steps 2 --save {T}/rope.ck");
+    s = run_train("--quiet --threads 2 --load {T}/rope.ck --rope-base 500");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--rope-base") && strstr(err_buf, "checkpoint"),
+           "--rope-base with --load: exit %d, %s", WEXITSTATUS(s), err_buf);
+    s = run_train("--quiet --threads 2 --load {T}/rope.ck --rope-scale yarn --eval-ctx 16,32");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "eval ctx=32 loss="), "--rope-scale with --load: %s", err_buf);
+    return fails;
+}
+
+// Version 1 checkpoints (tests/fixtures, made by the code before format 2)
+// load and give the losses they gave then; resumed, they finish the run as
+// the current code does from scratch. Losses are compared to 4 decimals with
+// a tolerance of 2e-3 (another machine's BLAS kernels change the last bits).
+static int test_v1_checkpoints_still_load(void) {
+    int fails = 0;
+    static const char *const names[] = {"rope", "learned_shaw", "sinusoidal_xl", "t5", "alibi_bidir"};
+    static const char *const pes[] = {"rope", "learned+shaw", "sinusoidal+xl", "t5", NULL};
+    for (int i = 0; i < 5; i++) {
+        char a[512], want[256] = "";
+        snprintf(a, sizeof a, "tests/fixtures/v1_%s.load.txt", names[i]);
+        slurp(a, want, sizeof want);
+        double want_loss = -1, got_loss = -2;
+        sscanf(want, "eval ctx=16 loss=%lf", &want_loss);
+        snprintf(a, sizeof a, "--quiet --threads 1 --load tests/fixtures/v1_%s.ck%s", names[i], pes[i] ? " --eval-ctx 16" : "");
+        int s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "v1 %s does not load: %s", names[i], err_buf);
+        const char *l = strstr(out_buf, "eval ctx=16 loss=");
+        if (l) sscanf(l, "eval ctx=16 loss=%lf", &got_loss);
+        EXPECT(fabs(got_loss - want_loss) <= 2e-3, "v1 %s: loss %.4f, it gave %.4f", names[i], got_loss, want_loss);
+        if (!pes[i]) continue;
+        // resume the step-10 file to 20 steps, and compare with a fresh 20-step run
+        snprintf(a, sizeof a, "--quiet --threads 1 --resume tests/fixtures/v1_%s.ck --save {T}/resumed.ck --eval-ctx 16", names[i]);
+        s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "v1 %s does not resume: %s", names[i], err_buf);
+        double resumed = -1, fresh = -2;
+        if ((l = strstr(out_buf, "eval ctx=16 loss="))) sscanf(l, "eval ctx=16 loss=%lf", &resumed);
+        snprintf(a, sizeof a, "--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --quiet --threads 1 --seed 5 --pe %s --steps 20",
+                 pes[i]);
+        s = run_train(a);
+        if ((l = strstr(out_buf, "eval ctx=16 loss="))) sscanf(l, "eval ctx=16 loss=%lf", &fresh);
+        EXPECT(fabs(resumed - fresh) <= 2e-3, "v1 %s resumed to step 20: loss %.4f, a fresh run %.4f", names[i], resumed, fresh);
+        // the resumed run saved format 2, little-endian
+        unsigned char head[16] = {0};
+        FILE *f = fopen(tmp_path("resumed.ck"), "rb");
+        if (f) {
+            if (fread(head, 1, 16, f) != 16) head[8] = 0;
+            fclose(f);
+        }
+        EXPECT(!memcmp(head, "PELABCK1", 8) && head[8] == 2 && !head[9] && !head[10] && !head[11],
+               "v1 %s resumed: the new file's version bytes are %d %d %d %d", names[i], head[8], head[9], head[10], head[11]);
+    }
+    return fails;
+}
+
+// --resume refuses a corpus whose bytes changed since the save; a --data path
+// of 2,000 bytes is kept whole and resumes.
+static int test_resume_checks_the_corpus(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char text[6000];
+    for (int i = 0; i < 6000; i++) text[i] = "the quick brown fox jumps over the lazy dog\n"[i % 44];
+    // a path of about 2,000 bytes: 8 nested folders of 240-character names
+    char path[2200];
+    snprintf(path, sizeof path, "%s", tmpdir);
+    for (int k = 0; k < 8; k++) {
+        size_t n = strlen(path);
+        path[n] = '/';
+        memset(path + n + 1, 'a' + k, 240);
+        path[n + 241] = '\0';
+        mkdir(path, 0755);
+    }
+    strcat(path, "/corpus.txt");
+    EXPECT(strlen(path) >= 1950, "path of %zu bytes", strlen(path));
+    write_file(path, text, sizeof text);
+    char a[4096];
+    snprintf(a, sizeof a, SMALL " --steps 20 --stop-at 10 --save {T}/c.ck --data %s", path);
+    int s = run_train(a);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "run on a long path: %s", err_buf);
+    s = run_train("--quiet --threads 2 --resume {T}/c.ck --save {T}/c2.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "eval ctx=16"), "resume on a long path: %s", err_buf);
+    text[100] = 'X';  // one byte changed
+    write_file(path, text, sizeof text);
+    s = run_train("--quiet --threads 2 --resume {T}/c.ck --save {T}/c3.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "changed"), "resume on a changed corpus: exit %d, %s",
+           WEXITSTATUS(s), err_buf);
+    return fails;
+}
+
+// The sampler never emits [MASK] or cats' padding, even from an untrained model.
+static int test_sampler_emits_only_text(void) {
+    int fails = 0;
+    int s = run_train("--quiet --threads 2 --steps 0 --sample 400 --seed 3");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample: the"), "sampling: %s", err_buf);
+    EXPECT(!strstr(out_buf, "<mask>") && !strstr(out_buf, "<pad>"), "the sample holds a special token: %.300s", strstr(out_buf, "sample:"));
     return fails;
 }
 
@@ -245,7 +397,7 @@ static int test_resume_equals_uninterrupted(void) {
     return fails;
 }
 
-// --load reproduces the trained model's evaluation; --json holds SPEC's keys;
+// --load reproduces the trained model's evaluation; --json holds the README's keys;
 // a learned model refuses the long length but runs the others.
 static int test_load_json_and_refusal(void) {
     int fails = 0;
@@ -435,6 +587,10 @@ const test_case cli_tests[] = {
     {"cli/sigint_then_resume_equals_uninterrupted", test_sigint_then_resume},
     {"cli/bad_input_table", test_bad_input_table},
     {"cli/help_lists_every_option", test_help_lists_every_option},
+    {"cli/options_belong_to_encodings", test_options_belong_to_encodings},
+    {"cli/v1_checkpoints_still_load", test_v1_checkpoints_still_load},
+    {"cli/resume_checks_the_corpus", test_resume_checks_the_corpus},
+    {"cli/sampler_emits_only_text", test_sampler_emits_only_text},
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
     {"cli/text_file", test_text_file},
