@@ -157,8 +157,8 @@ static void resolve_run(options *o, run_t *r) {
     int from = o->load || o->resume;
     if (from) load_checkpoint(o, r);
     int causal = o->attn == 0;
+    r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
     data_open(&r->d, o->data, causal, (unsigned long long)o->seed);
-    r->have_data = 1;
     if (!from) {
         model_config cfg = o->pe_opts;  // the encodings' options as given
         cfg.vocab = r->d.vocab, cfg.ctx = (int)o->ctx, cfg.d_model = (int)o->d_model;

@@ -20,13 +20,15 @@ static void read_text_file(data_t *d, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) die_runtime("cannot open --data '%s': %s", path, strerror(errno));
     size_t cap = st.st_size > 0 ? (size_t)st.st_size : 4096, n = 0;
-    unsigned char *buf = xmalloc(cap);
+    // d->bytes holds the buffer from the start, so that data_close frees it
+    // whatever happens below
+    unsigned char *buf = d->bytes = xmalloc(cap);
     for (;;) {
         if (n == cap) {
             cap *= 2;
             unsigned char *nb = realloc(buf, cap);
             if (!nb) die_runtime("out of memory reading --data '%s'", path);
-            buf = nb;
+            buf = d->bytes = nb;
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;

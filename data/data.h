@@ -40,7 +40,8 @@ typedef struct {
     unsigned char held[CATS_NOUNS][CATS_NOUNS][CATS_VERBS];  // 1: never in training
 } data_t;
 
-// Opens `spec` ("cats" or a path). Exits 2 on a bad value, 1 on an I/O problem.
+// Opens `spec` ("cats" or a path). Exits 2 on a bad value, 1 on an I/O
+// problem; what it allocated before such an exit is in *d, for data_close.
 void data_open(data_t *d, const char *spec, int causal, unsigned long long seed);
 void data_close(data_t *d);
 // Checks that a context of T fits this corpus; returns 0 with a message otherwise.
