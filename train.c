@@ -135,6 +135,9 @@ static void load_checkpoint(options *o, run_t *r) {
         r->start_step = st->step;
     } else {
         o->steps = 0;
+        // cats holds out triples chosen by the seed: evaluate on the run's own
+        // held-out set, not on triples it was trained on
+        if (!options_given(o, "seed")) o->seed = (long)r->st.seed;
     }
 }
 
