@@ -17,33 +17,47 @@
 #include "core/startup.h"
 #include "data/data.h"
 #include "eval/eval.h"
+#include "core/files.h"
 #include "eval/viz.h"
 #include "model/ckpt.h"
 #include "model/model.h"
 
-// SIGINT/SIGTERM: the first one lets the current step finish, then the run
-// saves (with --save) and exits 128+signal; a second one exits at once. A
-// checkpoint is only ever replaced by rename, so neither can corrupt it.
+// SIGINT, SIGTERM and SIGHUP (a closed terminal): the first one lets the
+// current step (or the save under way) finish, then the run saves (with
+// --save) and exits 128+signal; a second one exits at once. A checkpoint is
+// only ever replaced by rename, so neither can corrupt it. SIGPIPE is
+// ignored: a closed stdout (./train | head) makes printing fail, not the run;
+// training and saving go on, and the exit status is 1 (see check_stdout).
 static volatile sig_atomic_t stop_signal = 0;
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
 static void on_signal(int sig) {
     if (stop_signal) _exit(128 + sig);
     stop_signal = sig;
 }
 
+static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
+
 static void install_signal_handlers(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;  // reads and writes under way carry on
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    // a parent may hand them down blocked (some shells do for background jobs)
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        sigaction(stop_signals[i], &sa, NULL);
+        sigaddset(&set, stop_signals[i]);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    // a parent may hand them down blocked (some shells do for background jobs)
     sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+// After training nothing is left to save: a signal ends the program at once.
+static void default_signal_handlers(void) {
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) signal(stop_signals[i], SIG_DFL);
 }
 
 // A run: everything it allocates, in one place, so that every way out of
@@ -97,20 +111,47 @@ static void start_process(options *o) {
     atexit(run_release);
 }
 
-// Fails early (exit 1) when an output file cannot be written, rather than
-// after training. Leaves no file behind that was not there before.
-static void check_writable(const char *path, const char *what) {
-    if (!path) return;
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) die_runtime("cannot write %s '%s': it is a directory", what, path);
-        if (access(path, W_OK) != 0) die_runtime("cannot write %s '%s': %s", what, path, strerror(errno));
-        return;
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) die_runtime("cannot write %s '%s': %s", what, path, strerror(errno));
-    close(fd);
-    unlink(path);
+// Every file the run reads or writes: no two may be the same file (a
+// --save over the --data would destroy the corpus) — but for --resume and
+// --save, which continue a run in place; and each output must be writable
+// now, not after training: absent or a regular file, with room for a
+// temporary beside it. Inputs are checked to be regular files where they
+// are opened.
+static void check_paths(const options *o) {
+    const struct {
+        const char *path, *what;
+        int output;
+    } f[] = {{strcmp(o->data, "cats") ? o->data : NULL, "--data", 0}, {o->load, "--load", 0}, {o->resume, "--resume", 0},
+             {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}};
+    const int n = sizeof f / sizeof f[0];
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (!f[i].path || !f[j].path || (f[i].path == o->resume && f[j].path == o->save)) continue;
+            if (same_file(f[i].path, f[j].path))
+                die_usage("%s '%s' and %s '%s' are the same file; %s", f[i].what, f[i].path, f[j].what, f[j].path,
+                          f[i].output ? "give each output its own file" : "an output must not overwrite an input");
+        }
+    char err[1024];
+    int usage;
+    for (int i = 0; i < n; i++)
+        if (f[i].output && f[i].path && !check_output_path(f[i].path, f[i].what, &usage, err, sizeof err)) {
+            if (usage) die_usage("%s", err);
+            die_runtime("%s", err);
+        }
+}
+
+// --sample's model and prompt, checked before the first step.
+static void check_sampling(const options *o, const run_t *r) {
+    if (!o->sample) return;
+    if (!r->m.cfg.causal) die_usage("--sample needs a causal model (--attn causal); this one is bidirectional");
+    const char *prompt = o->prompt ? o->prompt : r->d.kind == DATA_CATS ? "the" : "\n";
+    int cap = (int)strlen(prompt) + 1;
+    int *tok = xmalloc(sizeof(int) * (size_t)cap);
+    char err[256];
+    int n = data_encode(&r->d, prompt, tok, cap, err, sizeof err);
+    free(tok);
+    if (n < 0) die_usage("%s", err);
+    if (n == 0) die_usage("--prompt is empty; give some text to continue");
 }
 
 // The model and its checkpoint state from --load/--resume: the model's shape
@@ -133,6 +174,9 @@ static void load_checkpoint(options *o, run_t *r) {
         o->seed = (long)st->seed;
         if (!options_given(o, "steps")) o->steps = st->steps;
         r->start_step = st->step;
+        char why[256];  // a file can hold values the command line would refuse
+        if (!options_validate(o, why, sizeof why))
+            die_runtime("checkpoint '%s' is corrupt: its run settings are invalid (%s)", o->resume, why);
     } else {
         o->steps = 0;
         // cats holds out triples chosen by the seed: evaluate on the run's own
@@ -159,6 +203,7 @@ static void check_same_corpus(const options *o, const run_t *r) {
 static void resolve_run(options *o, run_t *r) {
     int from = o->load || o->resume;
     if (from) load_checkpoint(o, r);
+    check_paths(o);
     int causal = o->attn == 0;
     r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
     data_open(&r->d, o->data, causal, (unsigned long long)o->seed);
@@ -179,15 +224,16 @@ static void resolve_run(options *o, run_t *r) {
     if (o->resume) r->d.rng.s = r->st.data_rng;
     char err[1024];
     if (!data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
-    if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
     if (o->save_every && !o->save) die_usage("--save-every needs --save FILE");
     if (o->stop_at && !o->save) die_usage("--stop-at needs --save FILE, or the run would be lost");
     if (strlen(o->data) >= CKPT_PATH_MAX && o->save) die_usage("--data: a path of %zu bytes is longer than any the system opens", strlen(o->data));
-    check_writable(o->save, "--save");
-    check_writable(o->json, "--json");
-    check_writable(o->attn_png, "--attn-png");
     if (o->attn_png && r->d.kind != DATA_CATS) die_usage("--attn-png draws a cats sentence; it needs --data cats");
+    check_sampling(o, r);
+    if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))
+        die_usage("--stop-at %ld ends the run before its evaluation, so --json, --attn-png, --sample and --eval-ctx would "
+                  "do nothing; give them when you --resume", o->stop_at);
     if (o->warmup > o->steps && o->steps > 0 && !from) o->warmup = o->steps;
+    if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
 }
 
 static void save_checkpoint(const options *o, const run_t *r, long step) {
@@ -205,7 +251,7 @@ static void save_checkpoint(const options *o, const run_t *r, long step) {
 // On SIGINT/SIGTERM after a step: save (with --save), say so, exit 128+signal.
 static void stop_for_signal(const options *o, const run_t *r, long step) {
     int sig = stop_signal;
-    const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    const char *name = signal_name(sig);
     if (o->save) {
         save_checkpoint(o, r, step);
         printf("interrupted by %s after step %ld; saved %s; continue with --resume %s\n", name, step, o->save, o->save);
@@ -290,21 +336,29 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
 }
 
 static void write_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) die_runtime("cannot write --json '%s': %s", path, strerror(errno));
+    atomic_file af;
+    char err[1024];
+    if (atomic_open(&af, path, "--json", err, sizeof err) != 0) die_runtime("%s", err);
+    FILE *f = af.f;
     fprintf(f, "{\"config\": {");
     options_json_config(f, o, m);
     fprintf(f, "}, \"params\": %zu", model_num_params(m));
-    fprintf(f, ", \"train\": {\"steps\": %ld, \"final_loss\": %.6f, \"tokens_per_s\": %.1f, \"seconds\": %.3f}",
-            tr->steps_done, tr->final_loss, tr->tokens_per_s, tr->seconds);
-    fprintf(f, ", \"eval\": [");
+    fprintf(f, ", \"train\": {\"steps\": %ld, \"final_loss\": ", tr->steps_done);
+    json_number(f, "%.6f", tr->final_loss);
+    fprintf(f, ", \"tokens_per_s\": ");
+    json_number(f, "%.1f", tr->tokens_per_s);
+    fprintf(f, ", \"seconds\": ");
+    json_number(f, "%.3f", tr->seconds);
+    fprintf(f, "}, \"eval\": [");
     for (int i = 0; i < o->eval_ctx.n; i++) {
         const eval_result *ev = &er->ev[i];
         fprintf(f, "%s{\"ctx\": %d", i ? ", " : "", ev->L);
         if (ev->ok) {
-            fprintf(f, ", \"loss\": %.6f, \"ppl\": %.6f, \"tokens\": %zu}", ev->loss, ev->ppl, ev->tokens);
+            fprintf(f, ", \"loss\": ");
+            json_number(f, "%.6f", ev->loss);
+            fprintf(f, ", \"ppl\": ");
+            json_number(f, "%.6f", ev->ppl);
+            fprintf(f, ", \"tokens\": %zu}", ev->tokens);
         } else {
             fprintf(f, ", \"error\": ");
             json_string(f, ev->err);
@@ -312,11 +366,13 @@ static void write_json(const char *path, const options *o, const model_t *m, con
         }
     }
     fprintf(f, "]");
-    if (er->has_order) fprintf(f, ", \"order\": {\"acc\": %.6f, \"n\": %d}", er->order_acc, er->n_order);
+    if (er->has_order) {
+        fprintf(f, ", \"order\": {\"acc\": ");
+        json_number(f, "%.6f", er->order_acc);
+        fprintf(f, ", \"n\": %d}", er->n_order);
+    }
     fprintf(f, "}\n");
-    if (fflush(f) != 0 || ferror(f)) die_runtime("cannot write --json '%s': %s", path, strerror(errno));
-    fclose(f);
-    if (rename(tmp, path) != 0) die_runtime("cannot write --json '%s': %s", path, strerror(errno));
+    if (atomic_commit(&af, "--json", err, sizeof err) != 0) die_runtime("%s", err);
 }
 
 // Generates --sample tokens after the prompt. [MASK] and cats' padding are
@@ -326,10 +382,11 @@ static void sample_text(const options *o, run_t *r) {
     const data_t *d = &r->d;
     if (!m->cfg.causal) die_usage("--sample needs a causal model (--attn causal)");
     int T = m->cfg.ctx;
-    int *ctx = xmalloc(sizeof(int) * (size_t)(T + o->sample + 1024));
-    char err[256];
     const char *prompt = o->prompt ? o->prompt : d->kind == DATA_CATS ? "the" : "\n";
-    int n = data_encode(d, prompt, ctx, 1024, err, sizeof err);
+    int cap = (int)strlen(prompt) + 1;  // at most a token per byte
+    int *ctx = xmalloc(sizeof(int) * ((size_t)cap + (size_t)o->sample));
+    char err[256];
+    int n = data_encode(d, prompt, ctx, cap, err, sizeof err);
     if (n <= 0) {
         free(ctx);
         if (n < 0) die_usage("%s", err);
@@ -392,19 +449,35 @@ static void report(const options *o, run_t *r, const train_report *tr, const eva
 // After the last step: the final save. Returns 0 when the run stopped early
 // (--stop-at) and has nothing to evaluate yet.
 static int finish_training(const options *o, const run_t *r, const train_report *tr) {
-    // Past training a signal has nothing to save: let it end the program at once.
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    if (stop_signal) raise(stop_signal);
+    // The handlers stay through the final save: a signal now waits for it.
+    // Test hook: PELAB_TEST_SIGNAL_AT_SAVE=n raises signal n as the final save begins.
+    const char *hook = getenv("PELAB_TEST_SIGNAL_AT_SAVE");
+    if (hook) raise(atoi(hook));
     if (o->save && !o->load) {
         save_checkpoint(o, r, tr->steps_done);
         if (!o->quiet) printf("saved %s at step %ld\n", o->save, tr->steps_done);
+    }
+    default_signal_handlers();
+    if (stop_signal) {
+        printf("interrupted by %s after training; %s\n", signal_name(stop_signal), o->save ? "the run is saved" : "nothing saved (no --save)");
+        fflush(stdout);
+        exit(128 + stop_signal);
     }
     if (o->stop_at && tr->steps_done < o->steps) {
         printf("stopped at step %ld of %ld; continue with --resume %s\n", tr->steps_done, o->steps, o->save);
         return 0;
     }
     return 1;
+}
+
+// The results printed are lost when stdout fails (a full disk, a closed
+// pipe): say so and exit 1 rather than 0.
+static int check_stdout(const options *o, int status) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return status;
+    fprintf(stderr, "train: cannot write to standard output (%s): the results printed there are lost%s\n",
+            errno ? strerror(errno) : "write error", o->save || o->json ? " (--save and --json files were written)" : "");
+    return EXIT_RUNTIME;
 }
 
 static void print_header(const options *o, const run_t *r) {
@@ -426,9 +499,9 @@ int main(int argc, char **argv) {
 
     train_report tr;
     train(&o, &run, &tr);
-    if (!finish_training(&o, &run, &tr)) return 0;  // --stop-at: resume later
+    if (!finish_training(&o, &run, &tr)) return check_stdout(&o, 0);  // --stop-at: resume later
     eval_report er;
     evaluate(&o, &run, &er);
     report(&o, &run, &tr, &er);
-    return er.any_ok ? 0 : EXIT_RUNTIME;
+    return check_stdout(&o, er.any_ok ? 0 : EXIT_RUNTIME);
 }

@@ -17,45 +17,45 @@ static const char SEC_MODEL[] = "data and model", SEC_TRAIN[] = "training", SEC_
 
 const cli_option cli_options[] = {
     {"data", OPT_STRING, F(data), 0, 0, "cats", NULL, NULL, SEC_MODEL, "SPEC",
-     "'cats' (built-in synthetic corpus) or a text file (bytes)"},
+     "'cats' (built-in synthetic corpus) or a text file (bytes)", NOT_WITH_RESUME},
     {"pe", OPT_STRING, F(pe), 0, 0, "rope", NULL, NULL, SEC_MODEL, "NAME",
-     "a position encoding, or absolute+relative (see --list-pe)"},
+     "a position encoding, or absolute+relative (see --list-pe)", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"attn", OPT_CHOICE, F(attn), 0, 0, "causal", NULL, attn_modes, SEC_MODEL, "MODE",
-     "causal (language model) or bidir (masked tokens)"},
-    {"ctx", OPT_INT, F(ctx), 1, 1 << 20, "64", NULL, NULL, SEC_MODEL, "N", "training context length"},
-    {"d-model", OPT_INT, F(d_model), 1, 1 << 14, "64", NULL, NULL, SEC_MODEL, "N", "channels"},
-    {"layers", OPT_INT, F(layers), 1, 256, "2", NULL, NULL, SEC_MODEL, "N", "Transformer blocks"},
-    {"heads", OPT_INT, F(heads), 1, 1 << 14, "4", NULL, NULL, SEC_MODEL, "N", "attention heads (must divide --d-model)"},
-    {"batch", OPT_INT, F(batch), 1, 1 << 16, "16", NULL, NULL, SEC_TRAIN, "N", "sequences per step"},
-    {"steps", OPT_INT, F(steps), 0, 1L << 40, "2500", NULL, NULL, SEC_TRAIN, "N", "optimiser steps"},
-    {"lr", OPT_FLOAT, F(lr), 0, 10, "6e-3", NULL, NULL, SEC_TRAIN, "X", "peak learning rate"},
-    {"warmup", OPT_INT, F(warmup), 0, INT_MAX, "100", NULL, NULL, SEC_TRAIN, "N", "linear warmup steps"},
-    {"wd", OPT_FLOAT, F(wd), 0, 10, "0.1", NULL, NULL, SEC_TRAIN, "X", "AdamW weight decay on matrices and embeddings"},
-    {"clip", OPT_FLOAT, F(clip), 0, 1e9, "1.0", NULL, NULL, SEC_TRAIN, "X", "gradient clipping at this global norm, 0 = off"},
-    {"seed", OPT_INT, F(seed), 0, (double)LONG_MAX, "1", NULL, NULL, SEC_TRAIN, "N", "seed for weights, data and sampling"},
-    {"threads", OPT_INT, F(threads), 1, 1024, NULL, "all cores", NULL, SEC_TRAIN, "N", "threads for OpenMP and OpenBLAS"},
-    {"log-every", OPT_INT, F(log_every), 1, 1L << 40, NULL, "steps/10", NULL, SEC_TRAIN, "N", "progress line every N steps"},
+     "causal (language model) or bidir (masked tokens)", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"ctx", OPT_INT, F(ctx), 1, 1 << 20, "64", NULL, NULL, SEC_MODEL, "N", "training context length", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"d-model", OPT_INT, F(d_model), 1, 1 << 14, "64", NULL, NULL, SEC_MODEL, "N", "channels", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"layers", OPT_INT, F(layers), 1, 256, "2", NULL, NULL, SEC_MODEL, "N", "Transformer blocks", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"heads", OPT_INT, F(heads), 1, 1 << 14, "4", NULL, NULL, SEC_MODEL, "N", "attention heads (must divide --d-model)", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"batch", OPT_INT, F(batch), 1, 1 << 16, "16", NULL, NULL, SEC_TRAIN, "N", "sequences per step", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"steps", OPT_INT, F(steps), 0, 1L << 40, "2500", NULL, NULL, SEC_TRAIN, "N", "optimiser steps", NOT_WITH_LOAD},
+    {"lr", OPT_FLOAT, F(lr), 0, 10, "6e-3", NULL, NULL, SEC_TRAIN, "X", "peak learning rate", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"warmup", OPT_INT, F(warmup), 0, INT_MAX, "100", NULL, NULL, SEC_TRAIN, "N", "linear warmup steps", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"wd", OPT_FLOAT, F(wd), 0, 10, "0.1", NULL, NULL, SEC_TRAIN, "X", "AdamW weight decay on matrices and embeddings", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"clip", OPT_FLOAT, F(clip), 0, 1e9, "1.0", NULL, NULL, SEC_TRAIN, "X", "gradient clipping at this global norm, 0 = off", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"seed", OPT_INT, F(seed), 0, (double)LONG_MAX, "1", NULL, NULL, SEC_TRAIN, "N", "seed for weights, data and sampling", NOT_WITH_RESUME},
+    {"threads", OPT_INT, F(threads), 1, 1024, NULL, "all cores", NULL, SEC_TRAIN, "N", "threads for OpenMP and OpenBLAS", 0},
+    {"log-every", OPT_INT, F(log_every), 1, 1L << 40, NULL, "steps/10", NULL, SEC_TRAIN, "N", "progress line every N steps", NOT_WITH_LOAD},
     {"stop-at", OPT_INT, F(stop_at), 1, 1L << 40, NULL, NULL, NULL, SEC_TRAIN, "N",
-     "stop after step N (the schedule still spans --steps); resume later"},
-    {"eval-ctx", OPT_LIST, F(eval_ctx), 1, 1 << 20, NULL, "the training ctx", NULL, SEC_OUT, "L,L,...", "evaluation lengths"},
+     "stop after step N (the schedule still spans --steps); resume later", NOT_WITH_LOAD},
+    {"eval-ctx", OPT_LIST, F(eval_ctx), 1, 1 << 20, NULL, "the training ctx", NULL, SEC_OUT, "L,L,...", "evaluation lengths", 0},
     {"eval-tokens", OPT_INT, F(eval_tokens), 1, 1L << 32, "16384", NULL, NULL, SEC_OUT, "N",
-     "tokens scored per evaluation length, at most"},
+     "tokens scored per evaluation length, at most", 0},
     {"save", OPT_STRING, F(save), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE",
-     "write a checkpoint at the end (and every --save-every steps)"},
-    {"save-every", OPT_INT, F(save_every), 0, 1L << 40, "0", NULL, NULL, SEC_OUT, "N", "checkpoint every N steps (0: only at the end)"},
-    {"load", OPT_STRING, F(load), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE", "read a model for evaluation or sampling (no training)"},
+     "write a checkpoint at the end (and every --save-every steps)", NOT_WITH_LOAD},
+    {"save-every", OPT_INT, F(save_every), 0, 1L << 40, "0", NULL, NULL, SEC_OUT, "N", "checkpoint every N steps (0: only at the end)", NOT_WITH_LOAD},
+    {"load", OPT_STRING, F(load), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE", "read a model for evaluation or sampling (no training)", 0},
     {"resume", OPT_STRING, F(resume), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE",
-     "continue a saved run to its --steps (or a new --steps)"},
-    {"json", OPT_STRING, F(json), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE", "write the config and results as one JSON object"},
+     "continue a saved run to its --steps (or a new --steps)", 0},
+    {"json", OPT_STRING, F(json), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE", "write the config and results as one JSON object", 0},
     {"attn-png", OPT_STRING, F(attn_png), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE",
-     "draw the attention weights on a held-out cats sentence, both orders"},
-    {"sample", OPT_INT, F(sample), 0, 1 << 20, "0", NULL, NULL, SEC_OUT, "N", "generate N tokens after training (causal only)"},
-    {"prompt", OPT_STRING, F(prompt), 0, 0, NULL, "cats: 'the', text: newline", NULL, SEC_OUT, "TEXT", "start of the sample"},
-    {"temperature", OPT_FLOAT, F(temperature), 1e-4, 100, "1.0", NULL, NULL, SEC_OUT, "X", "sampling temperature"},
-    {"quiet", OPT_FLAG, F(quiet), 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "no progress lines"},
-    {"list-pe", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "list the position encodings and their options"},
-    {"help", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "this text"},
-    {"version", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "pelab's version"},
+     "draw the attention weights on a held-out cats sentence, both orders", 0},
+    {"sample", OPT_INT, F(sample), 0, 1 << 20, "0", NULL, NULL, SEC_OUT, "N", "generate N tokens after training (causal only)", 0},
+    {"prompt", OPT_STRING, F(prompt), 0, 0, NULL, "cats: 'the', text: newline", NULL, SEC_OUT, "TEXT", "start of the sample", 0},
+    {"temperature", OPT_FLOAT, F(temperature), 1e-4, 100, "1.0", NULL, NULL, SEC_OUT, "X", "sampling temperature", 0},
+    {"quiet", OPT_FLAG, F(quiet), 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "no progress lines", 0},
+    {"list-pe", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "list the position encodings and their options", 0},
+    {"help", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "this text", 0},
+    {"version", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "pelab's version", 0},
 };
 const int cli_option_count = sizeof cli_options / sizeof cli_options[0];
 
@@ -126,6 +126,20 @@ void options_defaults(options *o) {
     memset(o, 0, sizeof *o);
     for (int i = 0; i < cli_option_count; i++)
         if (cli_options[i].def) set_value(o, &cli_options[i], cli_options[i].def);
+}
+
+int options_validate(const options *o, char *err, size_t errlen) {
+    for (int i = 0; i < cli_option_count; i++) {
+        const cli_option *c = &cli_options[i];
+        if (!c->def) continue;  // no default: 0 means not given
+        const void *f = cfield_of(o, c);
+        double v = c->type == OPT_INT ? (double)*(const long *)f : c->type == OPT_FLOAT ? (double)*(const float *)f : 0;
+        if ((c->type == OPT_INT || c->type == OPT_FLOAT) && !(v >= c->lo && v <= c->hi)) {
+            snprintf(err, errlen, "--%s %g is outside [%g, %g]", c->name, v, c->lo, c->hi);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int options_given(const options *o, const char *name) {
@@ -276,6 +290,15 @@ void options_parse(options *o, int argc, char **argv) {
     }
     if (optind < argc) die_usage("unexpected argument '%s' (options start with --)", argv[optind]);
     if (o->load && o->resume) die_usage("--load and --resume cannot be combined: --load evaluates, --resume trains on");
+    for (int i = 0; i < cli_option_count; i++) {
+        const cli_option *c = &cli_options[i];
+        if (!o->given[i]) continue;
+        if (o->load && (c->not_with & NOT_WITH_LOAD))
+            die_usage("--%s cannot be given with --load: it evaluates a saved model as it is, without training", c->name);
+        if (o->resume && (c->not_with & NOT_WITH_RESUME))
+            die_usage("--%s cannot be given with --resume: a resumed run keeps the checkpoint's value (start a new run to change it)",
+                      c->name);
+    }
     if (o->sample && o->attn != 0 && !o->load) die_usage("--sample needs a causal model (--attn causal)");
     const char *from = o->load ? "--load" : o->resume ? "--resume" : NULL;
     char err[512];
@@ -294,15 +317,34 @@ void options_parse(options *o, int argc, char **argv) {
 
 // ---- JSON ----
 
+// The length of the valid UTF-8 sequence at s (1 to 4), or 0.
+static int utf8_length(const unsigned char *s) {
+    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
+    for (int k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;  // overlong, surrogates
+    if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;  // overlong, > U+10FFFF
+    return n;
+}
+
 void json_string(FILE *f, const char *s) {
     fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        int n = utf8_length(p);
+        if (n == 1 && (*p == '"' || *p == '\\')) fprintf(f, "\\%c", *p);
+        else if (n == 1 && *p < 0x20) fprintf(f, "\\u%04x", *p);
+        else if (n == 0) fprintf(f, "\\u%04x", *p);  // not UTF-8: the byte as a code point
+        else fwrite(p, 1, (size_t)n, f);
+        p += n ? n : 1;
     }
     fputc('"', f);
+}
+
+void json_number(FILE *f, const char *fmt, double v) {
+    if (isfinite(v)) fprintf(f, fmt, v);
+    else fprintf(f, "null");
 }
 
 static void json_key(FILE *f, const char *name, int *first) {
@@ -321,7 +363,7 @@ void options_json_config(FILE *f, const options *o, const model_t *m) {
         json_key(f, c->name, &first);
         switch (c->type) {
         case OPT_INT: fprintf(f, "%ld", *(const long *)v); break;
-        case OPT_FLOAT: fprintf(f, "%g", *(const float *)v); break;
+        case OPT_FLOAT: json_number(f, "%g", *(const float *)v); break;
         case OPT_FLAG: fprintf(f, "%s", *(const int *)v ? "true" : "false"); break;
         case OPT_CHOICE: json_string(f, c->choices[*(const int *)v]); break;
         case OPT_STRING:

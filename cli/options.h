@@ -50,7 +50,10 @@ typedef struct {
     const char *section;          // --help heading
     const char *metavar;          // --help: "N", "X", "FILE" …
     const char *help;
+    int not_with;                 // NOT_WITH_*: refused with --load / --resume (the file decides, or nothing trains)
 } cli_option;
+
+enum { NOT_WITH_LOAD = 1, NOT_WITH_RESUME = 2 };
 
 extern const cli_option cli_options[];
 extern const int cli_option_count;
@@ -60,6 +63,10 @@ void options_defaults(options *o);
 // Parses argv (exit 2 with a message on a bad option or value); handles
 // --help, --version and --list-pe (print and exit 0).
 void options_parse(options *o, int argc, char **argv);
+// Checks every number in o that has a default against the table's ranges, as
+// the command line does: for values that came from a checkpoint. 0 with a
+// message.
+int options_validate(const options *o, char *err, size_t errlen);
 // 1 when the table option `name` was given on the command line.
 int options_given(const options *o, const char *name);
 // --help, generated from the table and the registry.
@@ -71,7 +78,12 @@ void options_list_pe(FILE *f);
 // as the run uses it, the vocabulary, then every option of the model's
 // encodings (defaults included; null when unset).
 void options_json_config(FILE *f, const options *o, const model_t *m);
-// A JSON string, escaped.
+// A JSON string: escaped, and valid UTF-8 whatever the bytes (a byte that is
+// not part of a valid UTF-8 sequence is written as the character of the
+// same number, \u00XX, as Latin-1 would read it).
 void json_string(FILE *f, const char *s);
+// A JSON number with fmt, or null when v is NaN or infinite (JSON has no
+// such numbers).
+void json_number(FILE *f, const char *fmt, double v);
 
 #endif

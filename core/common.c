@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <zlib.h>
 
@@ -90,15 +91,73 @@ double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+// The first number in a file, or -1 ("max" and unreadable files too).
+static double read_number(const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    double v = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &v) != 1) v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+// Room under a cgroup memory limit in dir: v2's memory.max − memory.current,
+// or v1's memory.limit_in_bytes − memory.usage_in_bytes; -1 without a limit.
+static double room_in(const char *dir) {
+    double limit = read_number(dir, "memory.max"), used = read_number(dir, "memory.current");
+    if (limit < 0) {
+        limit = read_number(dir, "memory.limit_in_bytes");
+        used = read_number(dir, "memory.usage_in_bytes");
+        if (limit >= 1e18) limit = -1;  // v1 says "no limit" with a huge number
+    }
+    return limit < 0 ? -1 : limit - (used > 0 ? used : 0);
+}
+
+// Room left under this process's cgroup memory limit, or -1 without one.
+// The group comes from /proc/self/cgroup ("0::/path" for cgroup v2,
+// "N:memory:/path" for v1); PELAB_TEST_CGROUP_DIR names a folder holding
+// such files instead, for the tests.
+static double cgroup_room_bytes(void) {
+    const char *test = getenv("PELAB_TEST_CGROUP_DIR");
+    if (test) return room_in(test);
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return -1;
+    char line[2048], dir[4096];
+    double room = -1;
+    while (room < 0 && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *path = NULL, *root = NULL;
+        if (strncmp(line, "0::", 3) == 0) path = line + 3, root = "/sys/fs/cgroup";
+        else if (strstr(line, ":memory:")) path = strstr(line, ":memory:") + 8, root = "/sys/fs/cgroup/memory";
+        if (!path) continue;
+        snprintf(dir, sizeof dir, "%s%s", root, path);
+        room = room_in(dir);
+        if (room < 0) room = room_in(root);  // inside a namespace the group is the root
+    }
+    fclose(f);
+    return room;
+}
+
 double mem_available_bytes(void) {
     const char *test = getenv("PELAB_TEST_MEM_AVAILABLE");
-    if (test) return atof(test);
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    double kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
-    fclose(f);
-    return kib < 0 ? -1 : kib * 1024.0;
+    double have = -1;
+    if (test) {
+        have = atof(test);
+    } else {
+        FILE *f = fopen("/proc/meminfo", "r");
+        if (f) {
+            char line[256];
+            double kib = -1;
+            while (fgets(line, sizeof line, f))
+                if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+            fclose(f);
+            have = kib < 0 ? -1 : kib * 1024.0;
+        }
+    }
+    double room = cgroup_room_bytes();
+    if (room >= 0 && (have < 0 || room < have)) have = room;
+    return have;
 }

@@ -29,9 +29,11 @@ void *xcalloc_at(size_t count, size_t size, const char *file, int line);
 #define xmalloc(n) xmalloc_at((n), __FILE__, __LINE__)
 #define xcalloc(c, s) xcalloc_at((c), (s), __FILE__, __LINE__)
 
-// Memory the kernel says can be allocated without swapping (MemAvailable in
-// /proc/meminfo), in bytes; -1 when unknown. PELAB_TEST_MEM_AVAILABLE
-// (bytes) overrides it for the tests.
+// Memory that can be allocated without swapping or being killed, in bytes:
+// MemAvailable in /proc/meminfo, or the room left under the process's cgroup
+// memory limit when that is less (a container); -1 when unknown.
+// PELAB_TEST_MEM_AVAILABLE (bytes) and PELAB_TEST_CGROUP_DIR stand in for
+// them in the tests.
 double mem_available_bytes(void);
 
 // Multiplies sizes, refusing (exit 2) a product that overflows size_t.

@@ -17,6 +17,8 @@ static void read_text_file(data_t *d, const char *path) {
     if (stat(path, &st) != 0)
         die_runtime("cannot open --data '%s': %s (give a text file, or 'cats' for the built-in corpus)", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) die_runtime("--data '%s' is a directory; give a text file", path);
+    // a FIFO or a device would block, or never end
+    if (!S_ISREG(st.st_mode)) die_runtime("--data '%s' is not a regular file (a FIFO, device or socket); give a text file", path);
     FILE *f = fopen(path, "rb");
     if (!f) die_runtime("cannot open --data '%s': %s", path, strerror(errno));
     size_t cap = st.st_size > 0 ? (size_t)st.st_size : 4096, n = 0;
@@ -156,21 +158,29 @@ void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, 
 
 int data_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen) {
     int n = 0;
+    const char *too_long = "--prompt has more than %d tokens";
     if (d->kind == DATA_TEXT) {
-        for (const char *p = text; *p && n < max; p++) out[n++] = (unsigned char)*p;
+        for (const char *p = text; *p; p++) {
+            if (n == max) return snprintf(err, errlen, too_long, max), -1;
+            out[n++] = (unsigned char)*p;
+        }
         return n;
     }
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", text);
-    for (char *w = strtok(buf, " \t\n"); w; w = strtok(NULL, " \t\n")) {
+    for (const char *p = text;;) {  // words separated by white space
+        p += strspn(p, " \t\n");
+        size_t len = strcspn(p, " \t\n");
+        if (!len) break;
         int tok = -1;
-        for (int t = 0; t < d->vocab; t++)
-            if (strcmp(cats_word(t), w) == 0) tok = t;
+        for (int t = 0; t < d->vocab && tok < 0; t++)
+            if (strlen(cats_word(t)) == len && strncmp(cats_word(t), p, len) == 0 && data_is_text(d, t)) tok = t;
         if (tok < 0) {
-            snprintf(err, errlen, "--prompt word '%s' is not in the cats vocabulary (words like: the cat chases dog . who is chased ?)", w);
+            snprintf(err, errlen, "--prompt word '%.*s' is not in the cats vocabulary (words like: the cat chases dog . who is chased ?)",
+                     len > 60 ? 60 : (int)len, p);
             return -1;
         }
-        if (n < max) out[n++] = tok;
+        if (n == max) return snprintf(err, errlen, too_long, max), -1;
+        out[n++] = tok;
+        p += len;
     }
     return n;
 }

@@ -53,6 +53,10 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     free(tgt);
     free(seg);
     model_acts_free(&a);
+    if (count == 0) {  // e.g. --attn bidir with windows too short to hold a masked position
+        snprintf(r->err, sizeof r->err, "no position of the validation windows at ctx=%d carries a target, so there is nothing to score; evaluate a longer length", L);
+        return;
+    }
     r->ok = 1;
     r->tokens = count;
     r->loss = count ? sum / (double)count : 0.0;

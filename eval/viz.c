@@ -103,11 +103,7 @@ int viz_attention_png(model_t *m, const data_t *d, const char *path, char *err, 
         canvas_text(&cv, 8, y - canvas_text_height(FONT) - 10, title, FONT, k ? GREY : BLACK);
         draw_sentence(&cv, m, d, pair[k], y, label_w);
     }
-    int rc = canvas_save_png(&cv, path);
+    int rc = canvas_save_png(&cv, path, "--attn-png", err, errlen);
     canvas_free(&cv);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot write --attn-png '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return rc;
 }

@@ -1,12 +1,12 @@
 // ckpt.c — see ckpt.h.
 #include "ckpt.h"
 
-#include <dirent.h>
+#include "../core/files.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,63 +231,28 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
 
 // ---- saving ----
 
-static int write_all(int fd, const void *p, size_t n, uint32_t *crc) {
-    const char *c = p;
+// Writes n bytes and folds them into the CRC; 0, or -1 on a write error.
+static int write_bytes(FILE *f, const void *p, size_t n, uint32_t *crc) {
     *crc = crc32_update(*crc, p, n);
-    while (n) {
-        ssize_t k = write(fd, c, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-static void remove_stale_temporaries(const char *path, const char *dir) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t blen = strlen(base);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *name = e->d_name;
-        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0) continue;
-        char *end;
-        long pid = strtol(name + blen + 5, &end, 10);
-        if (*end || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char full[4096];
-        if (snprintf(full, sizeof full, "%s/%s", dir, name) < (int)sizeof full) unlink(full);
-    }
-    closedir(d);
+    return fwrite(p, 1, n, f) == n ? 0 : -1;
 }
 
 // Floats as little-endian bytes (through a converted copy on big-endian hosts).
-static int write_floats(int fd, const float *x, size_t n, uint32_t *crc) {
-    if (host_is_little_endian()) return write_all(fd, x, sizeof(float) * n, crc);
+static int write_floats(FILE *f, const float *x, size_t n, uint32_t *crc) {
+    if (host_is_little_endian()) return write_bytes(f, x, sizeof(float) * n, crc);
     float buf[4096];
     for (size_t i = 0; i < n; i += 4096) {
         size_t k = n - i < 4096 ? n - i : 4096;
         memcpy(buf, x + i, sizeof(float) * k);
         floats_to_from_le(buf, k);
-        if (write_all(fd, buf, sizeof(float) * k, crc)) return -1;
+        if (write_bytes(f, buf, sizeof(float) * k, crc)) return -1;
     }
     return 0;
 }
 
 int ckpt_save(const char *path, const model_t *m, const train_state *st, int with_optimizer, char *err, size_t errlen) {
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 32);
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot write checkpoint '%s': %s", tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
+    atomic_file af;
+    if (atomic_open(&af, path, "checkpoint", err, errlen) != 0) return -1;
     text_buf text = {xmalloc(1024), 0, 1024};
     encode_settings(&text, m, st);
     unsigned char fixed[V2_FIXED_BYTES];
@@ -298,45 +263,19 @@ int ckpt_save(const char *path, const model_t *m, const train_state *st, int wit
     put_le(fixed + 24, text.n, 4);
     uint32_t crc = 0;
     size_t n = m->tab.total;
-    int bad = write_all(fd, fixed, sizeof fixed, &crc) || write_all(fd, text.p, text.n, &crc) ||
-              write_floats(fd, m->params, n, &crc);
+    int bad = write_bytes(af.f, fixed, sizeof fixed, &crc) || write_bytes(af.f, text.p, text.n, &crc) ||
+              write_floats(af.f, m->params, n, &crc);
     free(text.p);
-    if (!bad && with_optimizer) bad = write_floats(fd, m->m, n, &crc) || write_floats(fd, m->v, n, &crc);
+    if (!bad && with_optimizer) bad = write_floats(af.f, m->m, n, &crc) || write_floats(af.f, m->v, n, &crc);
     unsigned char crc_bytes[4];
     put_le(crc_bytes, crc, 4);
-    uint32_t dummy = 0;
-    if (!bad) bad = write_all(fd, crc_bytes, 4, &dummy);
-    if (!bad) bad = fsync(fd) != 0;
-    int saved_errno = errno;
-    if (close(fd) != 0 && !bad) {
-        bad = 1;
-        saved_errno = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        saved_errno = errno;
-    }
+    if (!bad) bad = fwrite(crc_bytes, 1, 4, af.f) != 4;
     if (bad) {
-        snprintf(err, errlen, "cannot write checkpoint '%s': %s (the previous file, if any, is unchanged)", path, strerror(saved_errno));
-        unlink(tmp);
-        free(tmp);
+        snprintf(err, errlen, "cannot write checkpoint '%s': %s (the previous file, if any, is unchanged)", path, strerror(errno));
+        atomic_abort(&af);
         return -1;
     }
-    free(tmp);
-    // make the rename itself durable
-    char *dir = xmalloc(plen + 2);
-    snprintf(dir, plen + 2, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-    else snprintf(dir, plen + 2, ".");
-    int dfd = open(dir, O_RDONLY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    remove_stale_temporaries(path, dir);
-    free(dir);
-    return 0;
+    return atomic_commit(&af, "checkpoint", err, errlen);
 }
 
 // ---- loading ----
@@ -404,8 +343,8 @@ static void decode_v1(const unsigned char *r, model_config *c, train_state *s, u
 int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m, train_state *st, int with_optimizer,
               char *err, size_t errlen) {
     struct stat sb;
+    if (!check_input_file(path, "checkpoint", err, errlen)) return -1;  // a FIFO would block forever
     if (stat(path, &sb) != 0) return load_fail(NULL, err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) return load_fail(NULL, err, errlen, "checkpoint '%s' is a directory", path);
     FILE *f = fopen(path, "rb");
     if (!f) return load_fail(NULL, err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno));
     unsigned char head[V1_HEADER_BYTES];  // the larger of the two fixed parts
@@ -481,6 +420,18 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
     if (fread(stored, 1, 4, f) != 4 || get_le(stored, 4) != crc) {
         model_free(m);
         return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: checksum mismatch (the file was damaged or changed)", path);
+    }
+    // A file can carry a valid checksum over values no run produces.
+    static const char *const what[3] = {"weights", "first moments", "second moments"};
+    for (int i = 0; i < nb; i++) {
+        size_t bad = n;
+        for (size_t k = 0; k < n && bad == n; k++)
+            if (!isfinite(bufs[i][k]) || (i == 2 && bufs[i][k] < 0.0f)) bad = k;
+        if (bad < n) {
+            model_free(m);
+            return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: its %s hold %s at index %zu", path, what[i],
+                             i == 2 ? "a negative or non-finite value" : "a non-finite value", bad);
+        }
     }
     fclose(f);
     *st = s;

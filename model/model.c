@@ -193,7 +193,10 @@ static int acts_layout(model_acts *a, const model_t *m, int B, int T, int traini
 
 enum { ACTS_MAX_BUFFERS = 32 };
 
-// Bytes model_acts_alloc takes for (B, T), plus the encodings' tables.
+// Bytes model_acts_alloc takes for (B, T), plus the encodings' tables, plus
+// for training the weights, gradients and both AdamW moments (4 floats per
+// parameter: calloc'd pages are not counted as used until first written,
+// so MemAvailable does not show them yet).
 static double run_bytes(const model_t *m, int B, int T, int training) {
     model_acts a;
     acts_buffer buf[ACTS_MAX_BUFFERS];
@@ -203,6 +206,7 @@ static double run_bytes(const model_t *m, int B, int T, int training) {
     const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
     for (int i = 0; i < 2; i++)
         if (slots[i]->ops && slots[i]->ops->table_floats) bytes += (double)slots[i]->ops->table_floats(slots[i], T) * sizeof(float);
+    if (training) bytes += 4.0 * (double)m->tab.total * sizeof(float);
     return bytes;
 }
 
@@ -210,8 +214,9 @@ int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err
     double need = run_bytes(m, B, T, training), have = mem_available_bytes();
     if (have < 0 || need <= have) return 1;
     const double mib = 1024.0 * 1024.0;
-    snprintf(err, cap, "%s at batch %d x ctx %d needs about %.0f MiB of activations, more than the %.0f MiB of memory available; %s",
-             training ? "training" : "evaluation", B, T, need / mib, have / mib,
+    snprintf(err, cap, "%s at batch %d x ctx %d needs about %.0f MiB (activations%s), more than the %.0f MiB of memory available; %s",
+             training ? "training" : "evaluation", B, T, need / mib, training ? ", weights, gradients, AdamW moments" : "",
+             have / mib,
              training ? "lower --batch or --ctx, or use a smaller model" : "evaluate a shorter length or a smaller model");
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../core/common.h"
+#include "../core/files.h"
 
 void canvas_init(canvas *c, int w, int h, rgb bg) {
     c->w = w, c->h = h;
@@ -64,6 +65,18 @@ void canvas_text_up(canvas *c, int x, int y, const char *s, int scale, rgb col) 
 int canvas_text_width(const char *s, int scale) { return stb_easy_font_width((char *)s) * scale; }
 int canvas_text_height(int scale) { return 7 * scale; }
 
-int canvas_save_png(const canvas *c, const char *path) {
-    return stbi_write_png(path, c->w, c->h, 3, c->px, c->w * 3) ? 0 : -1;
+static void write_to_file(void *context, void *data, int size) {
+    FILE *f = context;
+    fwrite(data, 1, (size_t)size, f);  // a short write shows in ferror, which atomic_commit checks
+}
+
+int canvas_save_png(const canvas *c, const char *path, const char *what, char *err, size_t errlen) {
+    atomic_file af;
+    if (atomic_open(&af, path, what, err, errlen) != 0) return -1;
+    if (!stbi_write_png_to_func(write_to_file, af.f, c->w, c->h, 3, c->px, c->w * 3)) {
+        snprintf(err, errlen, "cannot write %s '%s': the PNG encoder failed", what, path);
+        atomic_abort(&af);
+        return -1;
+    }
+    return atomic_commit(&af, what, err, errlen);
 }

@@ -4,6 +4,7 @@
 #ifndef PELAB_CANVAS_H
 #define PELAB_CANVAS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -26,6 +27,8 @@ void canvas_text_up(canvas *c, int x, int y, const char *s, int scale, rgb col);
 int canvas_text_width(const char *s, int scale);
 int canvas_text_height(int scale);
 // Returns 0, or -1 with errno from the write.
-int canvas_save_png(const canvas *c, const char *path);
+// Writes the PNG whole or not at all (core/files.h); 0, or -1 with a message
+// naming `what` (e.g. "--attn-png").
+int canvas_save_png(const canvas *c, const char *path, const char *what, char *err, size_t errlen);
 
 #endif

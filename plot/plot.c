@@ -211,11 +211,7 @@ int plot_csv(const char *csv_path, const char *png_path, const plot_opts *o, cha
     if (o->title) canvas_text(&c, (W - canvas_text_width(o->title, 3)) / 2, 16, o->title, 3, black);
     if (o->xlabel) canvas_text(&c, (ax.p0 + ax.p1 - canvas_text_width(o->xlabel, 2)) / 2, H - 40, o->xlabel, 2, black);
     if (o->ylabel) canvas_text_up(&c, 16, (ay.p0 + ay.p1 + canvas_text_width(o->ylabel, 2)) / 2, o->ylabel, 2, black);
-    int rc = canvas_save_png(&c, png_path);
+    int rc = canvas_save_png(&c, png_path, "the picture", err, errlen);
     canvas_free(&c);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot write '%s': %s", png_path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return rc;
 }

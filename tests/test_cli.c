@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +17,11 @@
 
 static char tmpdir[64];
 static const char *child_env;        // "NAME=value" for the next run, or NULL
-static int child_signal_after_ms;    // > 0: send SIGINT that long after starting
+static int child_signal_after_ms;    // > 0: send child_signal that long after starting
+static int child_signal = SIGINT;
+static const char *child_stdout;     // stdout to this file instead ("/dev/full"), or "closed-pipe"
+static long child_fsize;             // > 0: RLIMIT_FSIZE, a disk that fills up at this many bytes a file
+static int child_as_nobody;          // run as uid/gid 65534 (when the tests run as root)
 static char out_buf[1 << 16], err_buf[1 << 16];
 
 static const char *tmp_path(const char *name) {
@@ -71,15 +76,28 @@ static int run_train(const char *args) {
     if (pid == 0) {
         int o = open(tmp_path("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int e = open(tmp_path("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (child_stdout && strcmp(child_stdout, "closed-pipe") == 0) {
+            int p[2];
+            if (pipe(p) == 0) close(p[0]), o = p[1];
+        } else if (child_stdout) {
+            o = open(child_stdout, O_WRONLY);
+        }
         dup2(o, 1), dup2(e, 2);
         if (child_env) putenv((char *)child_env);
+        if (child_fsize > 0) {
+            struct rlimit rl = {(rlim_t)child_fsize, (rlim_t)child_fsize};
+            setrlimit(RLIMIT_FSIZE, &rl);
+            signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG, like a full disk
+        }
+        if (child_as_nobody && getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(126);
+        alarm(120);  // a run that hangs is killed (and the test fails) rather than hanging the suite
         execv("./train", argv);
         _exit(127);
     }
     int status = 0;
     if (child_signal_after_ms > 0) {
         usleep((useconds_t)child_signal_after_ms * 1000);
-        kill(pid, SIGINT);
+        kill(pid, child_signal);
     }
     waitpid(pid, &status, 0);
     slurp(tmp_path("stdout"), out_buf, sizeof out_buf);
@@ -183,7 +201,9 @@ static int test_bad_input_table(void) {
     int ncases = sizeof cases / sizeof cases[0];
     for (int i = 0; i < ncases; i++) {
         char args[1024];
-        snprintf(args, sizeof args, SMALL " --steps 2 %s", cases[i].args);
+        // a checkpoint brings its own shape and schedule: no SMALL with it
+        int from = strstr(cases[i].args, "--load") || strstr(cases[i].args, "--resume");
+        snprintf(args, sizeof args, "%s %s", from ? "--quiet --threads 2" : SMALL " --steps 2", cases[i].args);
         int s = run_train(args);
         if (WIFSIGNALED(s)) {
             printf("    '%s' was killed by signal %d\n", cases[i].args, WTERMSIG(s));
@@ -579,6 +599,344 @@ static int test_second_signal_exits_at_once(void) {
     return fails;
 }
 
+// ---- reliability, round 2: each class of fault a hostile user found ----
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int count_temporaries(const char *prefix) {
+    int n = 0;
+    DIR *d = opendir(tmp_path(""));
+    for (struct dirent *e; d && (e = readdir(d));) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0 && strstr(e->d_name, ".tmp");
+    if (d) closedir(d);
+    return n;
+}
+
+#define EXPECT_EXIT(st, code, ...) EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == (code), __VA_ARGS__)
+
+// 1. No output may overwrite an input, or another output (exit 2, nothing
+// written); --resume and --save of one file continue a run in place.
+static int test_outputs_never_overwrite_inputs(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char text[3000];
+    for (int i = 0; i < 3000; i++) text[i] = "a quick brown fox\n"[i % 18];
+    write_file(tmp_path("c.txt"), text, sizeof text);
+    int s = run_train(SMALL " --steps 2 --save {T}/g.ck");
+    symlink(tmp_path("c.txt"), tmp_path("c-link.txt"));
+    static const char *const cases[] = {
+        "--data {T}/c.txt --save {T}/c.txt", "--data {T}/c.txt --json {T}/c.txt", "--data {T}/c.txt --save {T}/c-link.txt",
+        "--save {T}/o.ck --json {T}/o.ck", "--save {T}/o.ck --attn-png {T}/o.ck", "--save {T}/g.ck --attn-png {T}/g.ck",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char a[512];
+        snprintf(a, sizeof a, SMALL " --steps 2 %s", cases[i]);
+        s = run_train(a);
+        EXPECT_EXIT(s, 2, "'%s' exited %d, expected 2: %s", cases[i], WEXITSTATUS(s), err_buf);
+        EXPECT(strstr(err_buf, "same file"), "'%s': %s", cases[i], err_buf);
+    }
+    s = run_train("--quiet --threads 2 --load {T}/g.ck --json {T}/g.ck");
+    EXPECT_EXIT(s, 2, "--load g.ck --json g.ck exited %d", WEXITSTATUS(s));
+    EXPECT(file_size(tmp_path("c.txt")) == 3000 && access(tmp_path("o.ck"), F_OK) != 0, "a refused run wrote a file");
+    return fails;
+}
+
+// 2. Outputs are regular files: a device or FIFO is refused (never replaced);
+// a symbolic link to a regular file is written through and stays a link.
+static int test_outputs_are_regular_files(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    mkfifo(tmp_path("fifo"), 0644);
+    int s = run_train(SMALL " --steps 2 --json /dev/null");
+    struct stat st;
+    EXPECT_EXIT(s, 2, "--json /dev/null exited %d: %s", WEXITSTATUS(s), err_buf);
+    EXPECT(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "/dev/null is no longer a device");
+    s = run_train(SMALL " --steps 2 --save {T}/fifo");
+    EXPECT_EXIT(s, 2, "--save FIFO exited %d: %s", WEXITSTATUS(s), err_buf);
+    EXPECT(lstat(tmp_path("fifo"), &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    write_file(tmp_path("real.json"), "old", 3);
+    symlink(tmp_path("real.json"), tmp_path("link.json"));
+    s = run_train(SMALL " --steps 2 --json {T}/link.json");
+    EXPECT_EXIT(s, 0, "--json through a link: %s", err_buf);
+    EXPECT(lstat(tmp_path("link.json"), &st) == 0 && S_ISLNK(st.st_mode), "the link was replaced by a file");
+    EXPECT(file_size(tmp_path("real.json")) > 100, "the link's target was not written");
+    return fails;
+}
+
+// 3. Temporaries are fresh files: a link planted at a predictable name is
+// never followed; a write that fails (a disk that fills: RLIMIT_FSIZE)
+// leaves no temporary behind and the previous file intact.
+static int test_temporaries_are_safe(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    write_file(tmp_path("victim"), "keep", 4);
+    symlink(tmp_path("victim"), tmp_path("r.json.tmp"));
+    char planted[64];
+    snprintf(planted, sizeof planted, "r.json.tmp.%d", (int)getpid() + 1);
+    symlink(tmp_path("victim"), tmp_path(planted));
+    int s = run_train(SMALL " --steps 2 --json {T}/r.json");
+    EXPECT_EXIT(s, 0, "json run: %s", err_buf);
+    EXPECT(file_size(tmp_path("victim")) == 4, "the planted link redirected the write");
+    unlink(tmp_path("r.json.tmp"));
+    unlink(tmp_path(planted));
+    s = run_train(SMALL " --steps 2 --save {T}/full.ck");
+    long before = file_size(tmp_path("full.ck"));
+    child_fsize = 2000;
+    s = run_train(SMALL " --steps 2 --seed 9 --save {T}/full.ck");
+    EXPECT_EXIT(s, 1, "a save on a full disk exited %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "full.ck"), "no message naming the file: %s", err_buf);
+    child_fsize = 300;  // the JSON is longer; the two lines on stdout are not
+    s = run_train(SMALL " --steps 2 --json {T}/full.json");
+    child_fsize = 0;
+    EXPECT_EXIT(s, 1, "a --json on a full disk exited %d", WEXITSTATUS(s));
+    EXPECT(count_temporaries("full") == 0, "%d temporaries left after failed writes", count_temporaries("full"));
+    EXPECT(file_size(tmp_path("full.ck")) == before, "the previous checkpoint changed (%ld -> %ld bytes)", before,
+           file_size(tmp_path("full.ck")));
+    return fails;
+}
+
+// 4 and 6. Standard output that fails (full, or a closed pipe): the run
+// still trains and saves, and exits 1 saying the printed results are lost.
+static int test_stdout_failures(void) {
+    int fails = 0;
+    child_stdout = "/dev/full";
+    int s = run_train(SMALL " --steps 2");
+    EXPECT_EXIT(s, 1, ">/dev/full exited %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "standard output"), "stderr: %s", err_buf);
+    child_stdout = "closed-pipe";
+    s = run_train("--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --threads 2 --steps 30 --log-every 1 --save {T}/pipe.ck");
+    child_stdout = NULL;
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1, "a closed stdout: exit %d, signal %d", WIFEXITED(s) ? WEXITSTATUS(s) : -1,
+           WIFSIGNALED(s) ? WTERMSIG(s) : 0);
+    s = run_train("--quiet --threads 2 --load {T}/pipe.ck");
+    EXPECT_EXIT(s, 0, "the run with a closed stdout did not save: %s", err_buf);
+    return fails;
+}
+
+// 5 and 6. SIGTERM as the final save begins loses nothing (the save
+// completes, exit 143); SIGHUP mid-run saves like SIGTERM (exit 129).
+static int test_signals_at_the_wrong_moment(void) {
+    int fails = 0;
+    child_env = "PELAB_TEST_SIGNAL_AT_SAVE=15";
+    int s = run_train(SMALL " --steps 12 --save {T}/last.ck");
+    EXPECT_EXIT(s, 143, "SIGTERM at the final save: exit %d", WEXITSTATUS(s));
+    child_env = "PELAB_TEST_STEP_SLEEP_MS=5";
+    child_signal = SIGHUP, child_signal_after_ms = 300;
+    s = run_train("--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --quiet --threads 2 --steps 2000 --save {T}/hup.ck");
+    child_signal = SIGINT, child_signal_after_ms = 0, child_env = NULL;
+    EXPECT_EXIT(s, 129, "SIGHUP: exit %d (signal %d)", WEXITSTATUS(s), WIFSIGNALED(s) ? WTERMSIG(s) : 0);
+    EXPECT(strstr(out_buf, "interrupted by SIGHUP"), "stdout: %s", out_buf);
+    s = run_train("--quiet --threads 2 --load {T}/hup.ck");
+    EXPECT_EXIT(s, 0, "the SIGHUP checkpoint does not load: %s", err_buf);
+    // the final save happened: the checkpoint is at the last step
+    FILE *f = fopen(tmp_path("last.ck"), "rb");
+    char head[600] = "";
+    if (f) head[fread(head, 1, sizeof head - 1, f)] = '\0', fclose(f);
+    EXPECT(strstr(head + 28, "step=12\n"), "the checkpoint after SIGTERM at the save is not at step 12");
+    return fails;
+}
+
+// 7. A FIFO as an input, given or stored in a checkpoint, is refused at once.
+static int test_fifo_inputs(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    mkfifo(tmp_path("in.fifo"), 0644);
+    int s = run_train(SMALL " --steps 2 --data {T}/in.fifo");
+    EXPECT_EXIT(s, 1, "--data FIFO: exit %d", WEXITSTATUS(s));
+    s = run_train("--quiet --threads 2 --load {T}/in.fifo");
+    EXPECT_EXIT(s, 1, "--load FIFO: exit %d", WEXITSTATUS(s));
+    char text[3000];
+    for (int i = 0; i < 3000; i++) text[i] = "to be or not to be\n"[i % 19];
+    write_file(tmp_path("t.txt"), text, sizeof text);
+    s = run_train(SMALL " --steps 4 --stop-at 2 --save {T}/t.ck --data {T}/t.txt");
+    unlink(tmp_path("t.txt"));
+    mkfifo(tmp_path("t.txt"), 0644);
+    s = run_train("--quiet --threads 2 --resume {T}/t.ck");
+    EXPECT_EXIT(s, 1, "a stored data path that became a FIFO: exit %d", WEXITSTATUS(s));
+    unlink(tmp_path("t.txt"));
+    return fails;
+}
+
+// Rewrites a format-2 checkpoint's settings text, replacing `from` by `to`,
+// and fixes the lengths and the CRC so that only the contents are wrong.
+static void rewrite_settings(const char *path, const char *out, const char *from, const char *to) {
+    static unsigned char ck[1 << 22], res[1 << 22];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(ck, 1, sizeof ck, f) : 0;
+    if (f) fclose(f);
+    if (n < 40) return;
+    uint32_t tl = ck[24] | ck[25] << 8 | ck[26] << 16 | (uint32_t)ck[27] << 24;
+    char text[8192];
+    memcpy(text, ck + 28, tl);
+    text[tl] = '\0';
+    char *at = strstr(text, from);
+    if (!at) return;
+    char fixed[8192];
+    snprintf(fixed, sizeof fixed, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    uint32_t nl = (uint32_t)strlen(fixed);
+    memcpy(res, ck, 24);
+    for (int k = 0; k < 4; k++) res[24 + k] = (unsigned char)(nl >> (8 * k));
+    memcpy(res + 28, fixed, nl);
+    size_t rest = n - 28 - tl - 4;
+    memcpy(res + 28 + nl, ck + 28 + tl, rest);
+    size_t m = 28 + nl + rest;
+    uint32_t crc = crc32_update(0, res, m);
+    for (int k = 0; k < 4; k++) res[m + k] = (unsigned char)(crc >> (8 * k));
+    write_file(out, res, m + 4);
+}
+
+// 8. A checkpoint with a valid CRC over bad contents is refused (exit 1):
+// NaN weights, and run settings the command line would refuse. JSON never
+// holds NaN.
+static int test_checkpoints_that_lie(void) {
+    int fails = 0;
+    int s = run_train(SMALL " --steps 3 --save {T}/ok.ck");
+    static const char *const lies[][2] = {{"lr=0.00600000005", "lr=-1"}, {"clip=1\n", "clip=nan\n"}, {"wd=0.100000001", "wd=1e30"},
+                                          {"batch=4", "batch=0"}, {"ctx=16", "ctx=0"}};
+    for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
+        rewrite_settings(tmp_path("ok.ck"), tmp_path("lie.ck"), lies[i][0], lies[i][1]);
+        s = run_train("--quiet --threads 2 --resume {T}/lie.ck");
+        EXPECT_EXIT(s, 1, "a checkpoint with %s: exit %d (%s)", lies[i][1], WEXITSTATUS(s), err_buf);
+        EXPECT(strstr(err_buf, "corrupt"), "%s: %s", lies[i][1], err_buf);
+    }
+    // a NaN weight under a valid CRC
+    static unsigned char ck[1 << 22];
+    FILE *f = fopen(tmp_path("ok.ck"), "rb");
+    size_t n = f ? fread(ck, 1, sizeof ck, f) : 0;
+    if (f) fclose(f);
+    uint32_t tl = ck[24] | ck[25] << 8 | ck[26] << 16 | (uint32_t)ck[27] << 24;
+    float nan = NAN;
+    memcpy(ck + 28 + tl + 40, &nan, 4);
+    uint32_t crc = crc32_update(0, ck, n - 4);
+    for (int k = 0; k < 4; k++) ck[n - 4 + k] = (unsigned char)(crc >> (8 * k));
+    write_file(tmp_path("nan.ck"), ck, n);
+    s = run_train("--quiet --threads 2 --load {T}/nan.ck");
+    EXPECT_EXIT(s, 1, "NaN weights: exit %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "non-finite"), "stderr: %s", err_buf);
+    char buf[64] = "";
+    FILE *m = tmpfile();
+    if (m) {
+        json_number(m, "%.6f", NAN), fputc(' ', m), json_number(m, "%.6f", INFINITY), fputc(' ', m), json_number(m, "%.1f", 2.5);
+        rewind(m);
+        buf[fread(buf, 1, sizeof buf - 1, m)] = '\0';
+        fclose(m);
+    }
+    EXPECT(strcmp(buf, "null null 2.5") == 0, "json numbers: '%s'", buf);
+    return fails;
+}
+
+// 9–12. Nothing truncated, conflicting or ignored options refused, every
+// check made before the first step, an evaluation that scores nothing refused.
+static int test_options_checked_up_front(void) {
+    int fails = 0;
+    char zeros[400] = "--eval-ctx 16,";
+    for (int i = 0; i < 250; i++) strcat(zeros, "0");
+    strcat(zeros, "1024");
+    char a[1024];
+    snprintf(a, sizeof a, SMALL " --steps 2 %s", zeros);
+    int s = run_train(a);
+    EXPECT_EXIT(s, 2, "a 250-zero length: exit %d", WEXITSTATUS(s));
+    s = run_train(SMALL " --steps 4 --stop-at 2 --save {T}/r.ck");
+    static const char *const refused[] = {
+        "--quiet --threads 2 --resume {T}/r.ck --pe learned", "--quiet --threads 2 --resume {T}/r.ck --d-model 128",
+        "--quiet --threads 2 --resume {T}/r.ck --lr 0.1", "--quiet --threads 2 --load {T}/r.ck --save {T}/y.ck",
+        SMALL " --steps 10 --stop-at 5 --save {T}/s.ck --json {T}/s.json",
+        SMALL " --steps 400 --prompt the_zebra --sample 5 --save {T}/late.ck", SMALL " --steps 400 --prompt= --sample 5",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        double t0 = now_seconds();
+        s = run_train(refused[i]);
+        EXPECT_EXIT(s, 2, "'%s' exited %d, expected 2 (%s)", refused[i], WEXITSTATUS(s), err_buf);
+        EXPECT(!strstr(out_buf, "step ") && now_seconds() - t0 < 10, "'%s' trained before refusing", refused[i]);
+    }
+    EXPECT(access(tmp_path("late.ck"), F_OK) != 0, "a late refusal left a checkpoint");
+    s = run_train(SMALL " --steps 2 --attn bidir --save {T}/bi.ck");
+    s = run_train("--quiet --threads 2 --load {T}/bi.ck --sample 5");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && !strstr(out_buf, "eval"), "--sample on a bidirectional checkpoint: %d %s",
+           WEXITSTATUS(s), out_buf);
+    s = run_train(SMALL " --steps 2 --attn bidir --eval-ctx 1,16");
+    EXPECT(strstr(out_buf, "eval ctx=1 refused") && !strstr(out_buf, "loss=0.0000"), "ctx=1 with nothing to score: %s", out_buf);
+    // a prompt of 1,200 bytes is used whole (it was cut at 1,023)
+    char text[3000], prompt[1300] = "";
+    for (int i = 0; i < 3000; i++) text[i] = "abcdefgh"[i % 8];
+    write_file(tmp_path("p.txt"), text, sizeof text);
+    for (int i = 0; i < 1200; i++) prompt[i] = "abcdefgh"[i % 8];
+    prompt[1199] = 'Z';
+    s = run_train(SMALL " --steps 2 --data {T}/p.txt --save {T}/p.ck");
+    static char b[2048];
+    snprintf(b, sizeof b, "--quiet --threads 2 --load {T}/p.ck --data {T}/p.txt --sample 3 --prompt %s", prompt);
+    s = run_train(b);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, prompt), "a 1,200-byte prompt was not used whole: %s", err_buf);
+    return fails;
+}
+
+// 13. The memory check reads the cgroup limit and counts the weights and
+// both AdamW moments.
+static int test_memory_counts_cgroup_and_weights(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    mkdir(tmp_path("cg"), 0755);
+    write_file(tmp_path("cg/memory.max"), "3000000\n", 8);
+    write_file(tmp_path("cg/memory.current"), "0\n", 2);
+    static char env[600];
+    snprintf(env, sizeof env, "PELAB_TEST_CGROUP_DIR=%s", tmp_path("cg"));
+    child_env = env;
+    // activations of batch 1 x ctx 16 are small; 4 copies of ~1.3M parameters are not
+    int s = run_train("--d-model 192 --layers 3 --heads 2 --ctx 16 --batch 1 --quiet --threads 2 --steps 2");
+    child_env = NULL;
+    EXPECT_EXIT(s, 1, "a run over the cgroup limit exited %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "memory available") && strstr(err_buf, "AdamW"), "stderr: %s", err_buf);
+    return fails;
+}
+
+// 14. An output that cannot be written fails before training: a file name
+// too long for a temporary beside it, a folder the user cannot write.
+static int test_outputs_checked_before_training(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char a[1024], name[256];
+    memset(name, 'n', 240);
+    snprintf(name + 240, sizeof name - 240, ".ck");
+    snprintf(a, sizeof a, SMALL " --steps 300 --log-every 1 --save {T}/%s", name);
+    int s = run_train(a);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && !strstr(out_buf, "step "), "a too-long name: exit %d, %s", WEXITSTATUS(s), err_buf);
+    if (getuid() == 0) {  // root writes anywhere: run as nobody, in a folder nobody may write
+        mkdir(tmp_path("ro"), 0755);
+        chmod(tmpdir, 0755);
+        child_as_nobody = 1;
+        s = run_train(SMALL " --steps 300 --log-every 1 --save {T}/ro/x.ck");
+        child_as_nobody = 0;
+        chmod(tmpdir, 0700);
+    } else {
+        mkdir(tmp_path("ro"), 0555);
+        s = run_train(SMALL " --steps 300 --log-every 1 --save {T}/ro/x.ck");
+    }
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && !strstr(out_buf, "step "), "an unwritable folder: exit %d, %s", WEXITSTATUS(s),
+           err_buf);
+    return fails;
+}
+
+// 15. JSON is valid UTF-8 whatever the bytes of a path or prompt.
+static int test_json_is_utf8(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char text[3000];
+    for (int i = 0; i < 3000; i++) text[i] = "abc def\n"[i % 8];
+    char path[256];
+    snprintf(path, sizeof path, "%s/caf\xc3\xa9-\xff.txt", tmpdir);
+    write_file(path, text, sizeof text);
+    char a[1024];
+    snprintf(a, sizeof a, SMALL " --steps 2 --data %s --json {T}/u.json", path);
+    int s = run_train(a);
+    EXPECT_EXIT(s, 0, "run: %s", err_buf);
+    static char json[1 << 14];
+    slurp(tmp_path("u.json"), json, sizeof json);
+    EXPECT(strstr(json, "caf\xc3\xa9-\\u00ff.txt") && !strchr(json, '\xff'), "the path in JSON: %.200s", strstr(json, "\"data\""));
+    return fails;
+}
+
 const test_case cli_tests[] = {
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"cli/kill_during_save_leaves_loadable_checkpoint", test_kill_during_save},
@@ -591,6 +949,17 @@ const test_case cli_tests[] = {
     {"cli/v1_checkpoints_still_load", test_v1_checkpoints_still_load},
     {"cli/resume_checks_the_corpus", test_resume_checks_the_corpus},
     {"cli/sampler_emits_only_text", test_sampler_emits_only_text},
+    {"cli/outputs_never_overwrite_inputs", test_outputs_never_overwrite_inputs},
+    {"cli/outputs_are_regular_files", test_outputs_are_regular_files},
+    {"cli/temporaries_are_safe", test_temporaries_are_safe},
+    {"cli/stdout_failures", test_stdout_failures},
+    {"cli/signals_at_the_wrong_moment", test_signals_at_the_wrong_moment},
+    {"cli/fifo_inputs", test_fifo_inputs},
+    {"cli/checkpoints_that_lie", test_checkpoints_that_lie},
+    {"cli/options_checked_up_front", test_options_checked_up_front},
+    {"cli/memory_counts_cgroup_and_weights", test_memory_counts_cgroup_and_weights},
+    {"cli/outputs_checked_before_training", test_outputs_checked_before_training},
+    {"cli/json_is_utf8", test_json_is_utf8},
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
     {"cli/text_file", test_text_file},

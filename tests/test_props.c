@@ -465,7 +465,8 @@ static int test_png_roundtrip(void) {
     canvas_init(&c, 37, 23, (rgb){10, 20, 30});
     canvas_rect(&c, 5, 6, 7, 8, (rgb){200, 100, 50});
     canvas_text(&c, 1, 1, "ab", 1, (rgb){0, 0, 0});
-    EXPECT(canvas_save_png(&c, path) == 0, "save failed");
+    char err[512];
+    EXPECT(canvas_save_png(&c, path, "the test picture", err, sizeof err) == 0, "save failed: %s", err);
     int w, h, ch;
     unsigned char *px = stbi_load(path, &w, &h, &ch, 3);
     EXPECT(px && w == 37 && h == 23, "decoded %dx%d", w, h);
@@ -480,7 +481,6 @@ static int test_png_roundtrip(void) {
     model_t m;
     model_create(&m, &cfg);
     model_init_weights(&m, 1);
-    char err[256];
     EXPECT(viz_attention_png(&m, &d, path, err, sizeof err) == 0, "%s", err);
     int ew, eh;
     viz_attention_size(&m, &d, &ew, &eh);

@@ -1,0 +1,208 @@
+// files.c — see files.h.
+#include "files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static char *copy_string(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *c = xmalloc(n);
+    memcpy(c, s, n);
+    return c;
+}
+
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+// The file an output path will replace: the path itself, or a link's
+// target. NULL with a message when that is not (or would not be) a regular file.
+static char *resolve_target(const char *path, const char *what, int *usage, char *err, size_t errlen) {
+    struct stat st;
+    *usage = 1;
+    if (!path[0]) {
+        snprintf(err, errlen, "%s: the path is empty", what);
+        return NULL;
+    }
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return copy_string(path);
+        *usage = 0;
+        snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
+        return NULL;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char *real = realpath(path, NULL);
+        if (!real) {
+            snprintf(err, errlen, "cannot write %s '%s': it is a symbolic link to nothing (%s)", what, path, strerror(errno));
+            return NULL;
+        }
+        if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+            snprintf(err, errlen, "cannot write %s '%s': it links to %s, %s; pelab writes only regular files", what, path,
+                     real, file_kind(st.st_mode));
+            free(real);
+            return NULL;
+        }
+        return real;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "cannot write %s '%s': it is %s; pelab writes only regular files (it replaces them whole)",
+                 what, path, file_kind(st.st_mode));
+        return NULL;
+    }
+    return copy_string(path);
+}
+
+int atomic_open(atomic_file *af, const char *path, const char *what, char *err, size_t errlen) {
+    memset(af, 0, sizeof *af);
+    int usage;
+    af->target = resolve_target(path, what, &usage, err, errlen);
+    if (!af->target) return -1;
+    size_t n = strlen(af->target) + 48;
+    af->tmp = xmalloc(n);
+    snprintf(af->tmp, n, "%s.tmp.%ld.XXXXXX", af->target, (long)getpid());
+    int fd = mkstemp(af->tmp);  // O_CREAT|O_EXCL: never follows a planted link
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
+        free(af->tmp), free(af->target);
+        memset(af, 0, sizeof *af);
+        return -1;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);  // as an ordinary create would (mkstemp makes 0600)
+    af->f = fdopen(fd, "wb");
+    if (!af->f) {
+        snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
+        close(fd);
+        atomic_abort(af);
+        return -1;
+    }
+    return 0;
+}
+
+void atomic_abort(atomic_file *af) {
+    if (af->f) fclose(af->f);
+    if (af->tmp) unlink(af->tmp);
+    free(af->tmp);
+    free(af->target);
+    memset(af, 0, sizeof *af);
+}
+
+// Removes temporaries "BASE.tmp.PID[.XXXXXX]" in dir that a killed writer
+// left behind: those whose process no longer exists. A live PID keeps its
+// file; stale files were never read, so this only tidies.
+static void remove_stale_temporaries(const char *target, const char *dir) {
+    const char *base = strrchr(target, '/');
+    base = base ? base + 1 : target;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(name + blen + 5, &end, 10);
+        if ((*end && *end != '.') || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        size_t n = strlen(dir) + strlen(name) + 2;
+        char *full = xmalloc(n);
+        snprintf(full, n, "%s/%s", dir, name);
+        unlink(full);
+        free(full);
+    }
+    closedir(d);
+}
+
+int atomic_commit(atomic_file *af, const char *what, char *err, size_t errlen) {
+    int bad = fflush(af->f) != 0 || ferror(af->f);
+    int saved = errno;
+    if (!bad && fsync(fileno(af->f)) != 0) bad = 1, saved = errno;
+    if (fclose(af->f) != 0 && !bad) bad = 1, saved = errno;
+    af->f = NULL;
+    if (!bad && rename(af->tmp, af->target) != 0) bad = 1, saved = errno;
+    if (bad) {
+        snprintf(err, errlen, "cannot write %s '%s': %s (the previous file, if any, is unchanged)", what, af->target,
+                 strerror(saved ? saved : EIO));
+        atomic_abort(af);
+        return -1;
+    }
+    // make the rename itself durable, and tidy what killed writers left
+    char *dir = copy_string(af->target);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    else snprintf(dir, strlen(dir) + 1, ".");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    remove_stale_temporaries(af->target, dir);
+    free(dir);
+    free(af->tmp);
+    free(af->target);
+    memset(af, 0, sizeof *af);
+    return 0;
+}
+
+int check_output_path(const char *path, const char *what, int *usage, char *err, size_t errlen) {
+    char *target = resolve_target(path, what, usage, err, errlen);
+    if (!target) return 0;
+    free(target);
+    atomic_file af;
+    *usage = 0;
+    if (atomic_open(&af, path, what, err, errlen) != 0) return 0;
+    atomic_abort(&af);
+    return 1;
+}
+
+int check_input_file(const char *path, const char *what, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "cannot open %s '%s': %s", what, path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s '%s' is %s; give a regular file", what, path, file_kind(st.st_mode));
+        return 0;
+    }
+    return 1;
+}
+
+// The path with its folder resolved (the file itself may not exist yet).
+static char *resolved_path(const char *path) {
+    char *real = realpath(path, NULL);
+    if (real) return real;
+    char *dir = copy_string(path);
+    char *slash = strrchr(dir, '/');
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;  // in path: dir is freed below
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    char *rdir = realpath(slash ? dir : ".", NULL);
+    free(dir);
+    if (!rdir) return copy_string(path);
+    size_t n = strlen(rdir) + strlen(base) + 2;
+    char *out = xmalloc(n);
+    snprintf(out, n, "%s/%s", rdir, base);
+    free(rdir);
+    return out;
+}
+
+int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *ra = resolved_path(a), *rb = resolved_path(b);
+    int same = strcmp(ra, rb) == 0;
+    free(ra);
+    free(rb);
+    return same;
+}
