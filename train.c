@@ -60,6 +60,12 @@ static void default_signal_handlers(void) {
     for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) signal(stop_signals[i], SIG_DFL);
 }
 
+// One point of the learning curve (--eval-every).
+typedef struct {
+    long step;
+    double train_loss, val_loss, order_acc;  // order_acc < 0: not cats
+} curve_point;
+
 // A run: everything it allocates, in one place, so that every way out of
 // main — the end, --stop-at, a signal, a refused option, a runtime error (the
 // die_* functions call exit) — frees it through one atexit handler. A
@@ -70,6 +76,7 @@ typedef struct {
     model_acts a;
     int *tok, *tgt, *seg;  // (B, T) each
     int have_model, have_data, have_acts;
+    curve_point *curve;    // (steps / --eval-every + 1)
     train_state st;        // read from --load/--resume
     long start_step;
 } run_t;
@@ -83,12 +90,15 @@ static void run_release(void) {
     free(run.tok);
     free(run.tgt);
     free(run.seg);
+    free(run.curve);
     memset(&run, 0, sizeof run);
 }
 
 typedef struct {
     long steps_done;
     double final_loss, tokens_per_s, seconds;
+    curve_point *curve;  // --eval-every points, owned by the run
+    int n_curve;
 } train_report;
 
 typedef struct {
@@ -262,9 +272,28 @@ static void stop_for_signal(const options *o, const run_t *r, long step) {
     exit(128 + sig);  // run_release frees the run
 }
 
+// Tokens of validation scored for each point of the learning curve: enough
+// for a steady number, a small share of a step's cost at the defaults.
+#define CURVE_EVAL_TOKENS 4096
+
+// A point of the learning curve after `step`: validation loss at the
+// training ctx, and the order probe on cats.
+static curve_point measure_point(const options *o, run_t *r, long step, double train_loss) {
+    curve_point c = {step, train_loss, NAN, -1.0};
+    eval_result ev;
+    size_t tokens = (size_t)o->eval_tokens < CURVE_EVAL_TOKENS ? (size_t)o->eval_tokens : CURVE_EVAL_TOKENS;
+    eval_perplexity(&r->m, &r->d, (int)o->ctx, tokens, &ev);
+    if (ev.ok) c.val_loss = ev.loss;
+    if (r->d.kind == DATA_CATS) {
+        int n;
+        c.order_acc = eval_order(&r->m, &r->d, &n);
+    }
+    return c;
+}
+
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
-    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0};
+    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, NULL, 0};
     const int B = (int)o->batch, T = (int)o->ctx;
     long end_step = o->stop_at && o->stop_at < o->steps ? o->stop_at : o->steps;
     if (r->start_step >= end_step) return;
@@ -278,6 +307,10 @@ static void train(const options *o, run_t *r, train_report *tr) {
     adamw_hparams hp = {o->lr, 0.9f, 0.95f, 1e-8f, o->wd};
     long log_every = o->log_every ? o->log_every : (o->steps >= 10 ? o->steps / 10 : 1);
     const char *save_note = o->save ? " (the last checkpoint written is intact)" : "";
+    if (o->eval_every) {
+        size_t points = (size_t)((end_step - r->start_step) / o->eval_every + 2);
+        tr->curve = r->curve = xcalloc(points, sizeof *tr->curve);
+    }
     // test hooks: PELAB_TEST_NAN_AT=k makes step k's loss NaN; PELAB_TEST_STEP_SLEEP_MS=n
     // sleeps n ms after each step, so that a test's signal lands mid-run however fast the machine
     const char *nan_env = getenv("PELAB_TEST_NAN_AT"), *sleep_env = getenv("PELAB_TEST_STEP_SLEEP_MS");
@@ -300,10 +333,22 @@ static void train(const options *o, run_t *r, train_report *tr) {
         tr->steps_done = step + 1;
         tr->seconds = now_seconds() - t0;
         tr->tokens_per_s = (double)done * BT / tr->seconds;
-        if (!o->quiet && ((step + 1) % log_every == 0 || step + 1 == end_step)) {
+        int curve_now = o->eval_every && ((step + 1) % o->eval_every == 0 || step + 1 == end_step);
+        if (curve_now) {
+            double e0 = now_seconds();
+            tr->curve[tr->n_curve++] = measure_point(o, r, step + 1, loss);
+            t0 += now_seconds() - e0;  // tokens/s counts training only
+        }
+        if (!o->quiet && ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)) {
             double eta = tr->seconds / done * (double)(end_step - step - 1);
-            printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %.1fs\n", step + 1, o->steps, loss, hp.lr,
+            printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %.1fs", step + 1, o->steps, loss, hp.lr,
                    tr->tokens_per_s, tr->seconds, eta);
+            if (curve_now) {
+                const curve_point *c = &tr->curve[tr->n_curve - 1];
+                printf(" val %.4f", c->val_loss);
+                if (c->order_acc >= 0) printf(" order_acc %.3f", c->order_acc);
+            }
+            printf("\n");
             fflush(stdout);
         }
         if (sleep_ms > 0) usleep((useconds_t)sleep_ms * 1000);
@@ -366,6 +411,22 @@ static void write_json(const char *path, const options *o, const model_t *m, con
         }
     }
     fprintf(f, "]");
+    if (o->eval_every) {
+        fprintf(f, ", \"curve\": [");
+        for (int i = 0; i < tr->n_curve; i++) {
+            const curve_point *c = &tr->curve[i];
+            fprintf(f, "%s{\"step\": %ld, \"train_loss\": ", i ? ", " : "", c->step);
+            json_number(f, "%.6f", c->train_loss);
+            fprintf(f, ", \"val_loss\": ");
+            json_number(f, "%.6f", c->val_loss);
+            if (c->order_acc >= 0) {
+                fprintf(f, ", \"order_acc\": ");
+                json_number(f, "%.6f", c->order_acc);
+            }
+            fprintf(f, "}");
+        }
+        fprintf(f, "]");
+    }
     if (er->has_order) {
         fprintf(f, ", \"order\": {\"acc\": ");
         json_number(f, "%.6f", er->order_acc);

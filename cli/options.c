@@ -37,6 +37,8 @@ const cli_option cli_options[] = {
     {"log-every", OPT_INT, F(log_every), 1, 1L << 40, NULL, "steps/10", NULL, SEC_TRAIN, "N", "progress line every N steps", NOT_WITH_LOAD},
     {"stop-at", OPT_INT, F(stop_at), 1, 1L << 40, NULL, NULL, NULL, SEC_TRAIN, "N",
      "stop after step N (the schedule still spans --steps); resume later", NOT_WITH_LOAD},
+    {"eval-every", OPT_INT, F(eval_every), 0, 1L << 40, "0", NULL, NULL, SEC_TRAIN, "N",
+     "every N steps, validation loss (and order_acc on cats) into the progress line and --json's curve (0: off)", NOT_WITH_LOAD},
     {"eval-ctx", OPT_LIST, F(eval_ctx), 1, 1 << 20, NULL, "the training ctx", NULL, SEC_OUT, "L,L,...", "evaluation lengths", 0},
     {"eval-tokens", OPT_INT, F(eval_tokens), 1, 1L << 32, "16384", NULL, NULL, SEC_OUT, "N",
      "tokens scored per evaluation length, at most", 0},

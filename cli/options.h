@@ -23,7 +23,7 @@ typedef struct {
     int attn;  // index into "causal", "bidir"
     long ctx, d_model, layers, heads;
     // training
-    long batch, steps, warmup, threads, log_every, stop_at, seed;
+    long batch, steps, warmup, threads, log_every, stop_at, seed, eval_every;
     float lr, wd, clip;
     // evaluation and output
     int_list eval_ctx;
