@@ -28,7 +28,7 @@ LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c 
 HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test bench fuzz experiments deps deps-torch check-deps clean
+.PHONY: all run test bench fuzz experiments experiments-quick deps deps-torch check-deps clean
 all: train pelab-plot
 
 pelab-plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
@@ -73,15 +73,20 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 	  grep -E "stat::number_of_executed_units|Done" $$work/log | head -2; rm -rf $$work; \
 	done
 
-# Every experiment of the README, one after another (about an hour on 2
-# cores). DATA is the text corpus for extrapolation and the sweeps.
+# Every experiment of the README, one after another, each over its seeds
+# (SEEDS=, JOBS= as the scripts take them). DATA is the text corpus for
+# extrapolation and the sweeps.
 DATA ?= cats
 experiments: deps
 	$(MAKE) train pelab-plot
-	scripts/encodings.sh
 	scripts/order.sh
+	scripts/encodings.sh
 	scripts/extrapolate.sh DATA=$(DATA)
 	scripts/sweep.sh DATA=$(DATA) STEPS=2000
+
+# Every experiment script on a tiny budget, checking its outputs (CI runs it).
+experiments-quick: deps
+	scripts/check-experiments.sh
 
 run: deps
 	$(MAKE) train

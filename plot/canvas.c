@@ -7,6 +7,8 @@
 #include <stb_easy_font.h>
 #pragma GCC diagnostic pop
 #include <stb_image_write.h>
+#include <stb_truetype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +48,92 @@ void canvas_line(canvas *c, int x0, int y0, int x1, int y1, rgb col, int thick) 
     }
 }
 
+// ---- text in a real font (stb_truetype), when one is installed ----
+
+#define DEFAULT_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  // Debian's fonts-dejavu-core
+
+static struct {
+    int tried, ok;
+    unsigned char *data;  // the font file, kept for the process's life
+    stbtt_fontinfo info;
+} font;
+
+// Loads PELAB_FONT or DejaVu Sans once; 0 when neither is there (the
+// built-in pixel font is used then).
+static int font_ready(void) {
+    if (font.tried) return font.ok;
+    font.tried = 1;
+    const char *path = getenv("PELAB_FONT");
+    if (!path || !*path) path = DEFAULT_FONT;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (n > 0 && n < (64L << 20)) {
+        font.data = xmalloc((size_t)n);
+        if (fread(font.data, 1, (size_t)n, f) == (size_t)n)
+            font.ok = stbtt_InitFont(&font.info, font.data, stbtt_GetFontOffsetForIndex(font.data, 0)) != 0;
+    }
+    fclose(f);
+    return font.ok;
+}
+
+int canvas_has_font(void) { return font_ready(); }
+
+// Pixel height of the real font at a text scale (the pixel font is 7·scale
+// tall with its descenders; this matches its look).
+static float font_px(int scale) { return 8.5f * (float)scale; }
+
+static void blend(canvas *c, int x, int y, rgb col, int a) {
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h || a <= 0) return;
+    uint8_t *p = c->px + ((size_t)y * c->w + x) * 3;
+    p[0] = (uint8_t)((p[0] * (255 - a) + col.r * a) / 255);
+    p[1] = (uint8_t)((p[1] * (255 - a) + col.g * a) / 255);
+    p[2] = (uint8_t)((p[2] * (255 - a) + col.b * a) / 255);
+}
+
+void canvas_vspan_blend(canvas *c, int x, int y0, int y1, rgb col, int alpha) {
+    if (y0 > y1) {
+        int t = y0;
+        y0 = y1, y1 = t;
+    }
+    for (int y = y0; y <= y1; y++) blend(c, x, y, col, alpha);
+}
+
+// Glyph by glyph, antialiased; upright with the top-left at (x, y), or
+// turned a quarter turn counter-clockwise (reading upwards) from (x, y).
+static int ttf_text(canvas *c, int x, int y, const char *s, int scale, rgb col, int up, int draw) {
+    float sc = stbtt_ScaleForPixelHeight(&font.info, font_px(scale)), pen = 0;
+    int ascent, descent, gap;
+    stbtt_GetFontVMetrics(&font.info, &ascent, &descent, &gap);
+    int base = (int)(ascent * sc + 0.5f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int cp = *p < 0x80 ? *p : '?';  // labels are ASCII; anything else shows as '?'
+        int adv, lsb;
+        stbtt_GetCodepointHMetrics(&font.info, cp, &adv, &lsb);
+        if (draw) {
+            int x0, y0, x1, y1;
+            stbtt_GetCodepointBitmapBox(&font.info, cp, sc, sc, &x0, &y0, &x1, &y1);
+            int w = x1 - x0, h = y1 - y0;
+            if (w > 0 && h > 0) {
+                unsigned char *bm = xmalloc((size_t)w * h);
+                stbtt_MakeCodepointBitmap(&font.info, bm, w, h, w, sc, sc, cp);
+                for (int j = 0; j < h; j++)
+                    for (int i = 0; i < w; i++) {
+                        int gx = (int)pen + x0 + i, gy = base + y0 + j;
+                        if (!up) blend(c, x + gx, y + gy, col, bm[j * w + i]);
+                        else blend(c, x + gy, y - gx, col, bm[j * w + i]);
+                    }
+                free(bm);
+            }
+        }
+        pen += adv * sc;
+        if (p[1]) pen += stbtt_GetCodepointKernAdvance(&font.info, cp, p[1] < 0x80 ? p[1] : '?') * sc;
+    }
+    return (int)(pen + 0.5f);
+}
+
 // stb_easy_font emits axis-aligned quads (4 vertices of 16 bytes: x, y, z
 // floats and a colour) in font pixels; each is filled at the given scale,
 // either upright or turned a quarter turn counter-clockwise.
@@ -60,10 +148,22 @@ static void draw_text(canvas *c, int x, int y, const char *s, int scale, rgb col
     }
 }
 
-void canvas_text(canvas *c, int x, int y, const char *s, int scale, rgb col) { draw_text(c, x, y, s, scale, col, 0); }
-void canvas_text_up(canvas *c, int x, int y, const char *s, int scale, rgb col) { draw_text(c, x, y, s, scale, col, 1); }
-int canvas_text_width(const char *s, int scale) { return stb_easy_font_width((char *)s) * scale; }
-int canvas_text_height(int scale) { return 7 * scale; }
+void canvas_text(canvas *c, int x, int y, const char *s, int scale, rgb col) {
+    if (font_ready()) ttf_text(c, x, y, s, scale, col, 0, 1);
+    else draw_text(c, x, y, s, scale, col, 0);
+}
+
+void canvas_text_up(canvas *c, int x, int y, const char *s, int scale, rgb col) {
+    if (font_ready()) ttf_text(c, x, y, s, scale, col, 1, 1);
+    else draw_text(c, x, y, s, scale, col, 1);
+}
+
+int canvas_text_width(const char *s, int scale) {
+    if (font_ready()) return ttf_text(NULL, 0, 0, s, scale, (rgb){0, 0, 0}, 0, 0);
+    return stb_easy_font_width((char *)s) * scale;
+}
+
+int canvas_text_height(int scale) { return font_ready() ? (int)(font_px(scale) + 0.5f) : 7 * scale; }
 
 static void write_to_file(void *context, void *data, int size) {
     FILE *f = context;

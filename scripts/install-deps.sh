@@ -4,7 +4,7 @@
 #   scripts/install-deps.sh --torch    also python3-torch (the PyTorch reference)
 #   scripts/install-deps.sh --fuzz     also clang and its libFuzzer runtime
 set -euo pipefail
-want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev)
+want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev fonts-dejavu-core)
 for arg in "$@"; do
     case "$arg" in
         --torch) want+=(python3 python3-torch python3-numpy) ;;

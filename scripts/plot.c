@@ -1,6 +1,9 @@
 // plot.c — the plotting helper the experiment scripts call:
-//   ./pelab-plot --out FILE.png [--title T] [--xlabel X] [--ylabel Y] [--logx] [--logy] DATA.csv
-// DATA.csv has lines "series,x,y". Exit 2 on bad options, 1 on bad data.
+//   ./pelab-plot --out FILE.png [--title T] [--xlabel X] [--ylabel Y] [--logx] [--logy] [--panels] DATA.csv
+// --panels draws small multiples: series named "panel|series", a chart each.
+// DATA.csv has lines "series,x,y" or "series,x,y,lo,hi" (a shaded band
+// from lo to hi, e.g. the spread over seeds). Exit 2 on bad options, 1 on
+// bad data.
 #include <stdio.h>
 #include <string.h>
 
@@ -13,13 +16,14 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         if (!strcmp(a, "--logx")) o.logx = 1;
         else if (!strcmp(a, "--logy")) o.logy = 1;
+        else if (!strcmp(a, "--panels")) o.panels = 1;
         else if (i + 1 < argc && !strcmp(a, "--out")) out = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--title")) o.title = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--xlabel")) o.xlabel = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--ylabel")) o.ylabel = argv[++i];
         else if (a[0] != '-' && !in) in = a;
         else {
-            fprintf(stderr, "plot: unexpected argument '%s'\nusage: plot --out FILE.png [--title T] [--xlabel X] [--ylabel Y] [--logx] [--logy] DATA.csv\n", a);
+            fprintf(stderr, "plot: unexpected argument '%s'\nusage: pelab-plot --out FILE.png [--title T] [--xlabel X] [--ylabel Y] [--logx] [--logy] [--panels] DATA.csv\n", a);
             return 2;
         }
     }

@@ -538,7 +538,7 @@ static int test_plot_helper(void) {
     if (fd < 0) return 1;
     close(fd);
     snprintf(png, sizeof png, "%s.png", csv);
-    plot_opts o = {"title", "x", "y", 1, 1, 640, 400};
+    plot_opts o = {"title", "x", "y", 1, 1, 640, 400, 0};
     char err[512];
     struct {
         const char *text, *expect;
@@ -552,6 +552,8 @@ static int test_plot_helper(void) {
         {"rope,0,5\n", "positive"},
         {"rope,64,-1\n", "positive"},
         {"rope,1,1\nrope,64,nan\n", ":2:"},
+        {"series,x,y,lo,hi\nrope,64,5.1,4.9,5.3\nrope,128,6,5.5,6.8\n", NULL},  // a band
+        {"rope,64,5,0,6\n", "positive"},                                          // a band's lo on a log axis
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         FILE *f = fopen(csv, "w");
@@ -571,6 +573,20 @@ static int test_plot_helper(void) {
         }
     }
     EXPECT(plot_csv("/nonexistent/x.csv", png, &o, err, sizeof err) != 0 && strstr(err, "x.csv"), "missing file accepted");
+    // small multiples: a chart per "panel|" prefix; a name without one is refused
+    o.panels = 1;
+    FILE *f = fopen(csv, "w");
+    fputs("rope base|ppl@64,100,5\nrope base|ppl@64,1000,4\nxl clip|ppl@64,2,6\nxl clip|ppl@64,4,5\n", f);
+    fclose(f);
+    int rc = plot_csv(csv, png, &o, err, sizeof err), w = 0, h = 0, ch;
+    unsigned char *px = rc == 0 ? stbi_load(png, &w, &h, &ch, 3) : NULL;
+    EXPECT(rc == 0 && px && w == 1400 && h == 510, "two panels: rc %d, %dx%d (%s)", rc, w, h, err);
+    free(px);
+    f = fopen(csv, "w");
+    fputs("rope,100,5\n", f);
+    fclose(f);
+    EXPECT(plot_csv(csv, png, &o, err, sizeof err) != 0 && strstr(err, "panel"), "a series without a panel accepted");
+    printf("    text drawn in %s\n", canvas_has_font() ? "a TrueType font" : "the built-in pixel font (no font installed)");
     unlink(csv), unlink(png);
     return fails;
 }

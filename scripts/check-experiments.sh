@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every experiment script on a tiny budget (QUICK=1) into a scratch
+# folder and checks that each wrote its CSV, its table (with a row per
+# encoding) and its picture. CI runs it, so that no script rots.
+#   scripts/check-experiments.sh        (make experiments-quick)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail=0
+expect() {  # expect FILE MIN_LINES
+  local n
+  n=$( [ -s "$1" ] && wc -l < "$1" || echo 0)
+  if [ "$n" -lt "$2" ]; then echo "!! $(basename "$1"): $n lines, expected at least $2"; fail=1; else echo "ok $(basename "$1") ($n lines)"; fi
+}
+n_pe=$(make -s train >/dev/null && ./train --list-pe | awk '$2 != "composite"' | wc -l)
+n_all=$(./train --list-pe | wc -l)
+QUICK=1 OUT="$out" scripts/order.sh > "$out/order.log"
+expect "$out/order.csv" $((n_pe * 2 * 2 + 1)); expect "$out/order.md" $((n_pe * 2 + 8)); expect "$out/order.png" 1
+expect "$out/order_curve.csv" $((n_pe * 2 * 2 * 3 + 1)); expect "$out/attn_rope_causal.png" 1
+QUICK=1 OUT="$out" scripts/encodings.sh > "$out/encodings.log"
+expect "$out/encodings.csv" $((n_all * 2 + 1)); expect "$out/encodings.md" $((n_all + 5))
+QUICK=1 OUT="$out" scripts/extrapolate.sh > "$out/extrapolate.log"
+expect "$out/extrapolation.csv" $((n_pe * 2 * 5 + 1)); expect "$out/extrapolation.md" $((n_pe + 6)); expect "$out/extrapolation.png" 1
+QUICK=1 OUT="$out" scripts/sweep.sh > "$out/sweep.log"
+expect "$out/sweep.csv" 17; expect "$out/sweep.md" 14; expect "$out/sweep.png" 1
+if grep -l "nan\|inf" "$out"/*.csv; then echo "!! a CSV holds nan or inf"; fail=1; fi
+exit $fail
