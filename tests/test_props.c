@@ -591,8 +591,41 @@ static int test_plot_helper(void) {
     return fails;
 }
 
+// scripts/compare.sh: Welch's interval of a difference of means, checked on
+// numbers worked by hand (A = 1, 2, 3; B = 5, 6, 7.5: difference −4.1667,
+// variances 1/3 and 0.5278 of the means, df 3.81 → t(3) = 3.182, half-width
+// 2.953), and no difference claimed when the interval holds 0.
+static int test_compare_script(void) {
+    int fails = 0;
+    char csv[] = "/tmp/pelab-compare-XXXXXX";
+    int fd = mkstemp(csv);
+    if (fd < 0) return 1;
+    const char *rows = "pe,attn,v\nrope,c,1\nrope,c,2\nrope,c,3\nalibi,c,5\nalibi,c,6\nalibi,c,7.5\n";
+    if (write(fd, rows, strlen(rows)) < 0) fails++;
+    close(fd);
+    char cmd[512], out[2048] = "";
+    snprintf(cmd, sizeof cmd, "scripts/compare.sh %s:pe=rope %s:pe=alibi v 2>&1", csv, csv);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    int rc = p ? pclose(p) : -1;
+    EXPECT(rc == 0 && strstr(out, "2.0000 ± 2.4843") && strstr(out, "[-7.1194, -1.2139]") && strstr(out, "differ"),
+           "compare.sh output:\n%s", out);
+    snprintf(cmd, sizeof cmd, "scripts/compare.sh %s:pe=rope %s:pe=rope v 2>&1", csv, csv);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    if (p) pclose(p);
+    EXPECT(strstr(out, "no difference shown"), "equal sets: %s", out);
+    snprintf(cmd, sizeof cmd, "scripts/compare.sh %s:pe=rope %s:nosuch=1 v >/dev/null 2>&1", csv, csv);
+    EXPECT(system(cmd) != 0, "a filter on a missing column was accepted");
+    unlink(csv);
+    return fails;
+}
+
 const test_case prop_tests[] = {
     {"prop/plot_helper_png_and_bad_input", test_plot_helper},
+    {"prop/compare_script_welch_interval", test_compare_script},
     {"prop/streaming_eval_equals_full_matrix", test_streaming_equals_full_matrix},
     {"prop/png_roundtrip_and_attention_picture", test_png_roundtrip},
     {"prop/causal_logits_ignore_future_every_encoding", test_causal_future_invariance},
