@@ -98,12 +98,12 @@ AWK
   echo "![order accuracy against step](order.png)"
 } > "$OUT/order.md"
 
-# The picture: per encoding and mode, the median order_acc over seeds at each
-# step, with the band from the lowest to the highest seed.
-awk -F, 'NR > 1 { key = $1 " " $2 "," $4; k[key] = 1; v[key] = v[key] " " $6 }
+# The picture: one chart per mode; per encoding, the median order_acc over
+# seeds at each step, with the band from the lowest to the highest seed.
+awk -F, 'NR > 1 { key = $2 "|" $1 "," $4; k[key] = 1; v[key] = v[key] " " $6 }
   END { for (key in k) { n = split(v[key], a, " "); for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         med = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2; print key "," med "," a[1] "," a[n] } }' "$curve" |
   sort -t, -k1,1 -k2,2n > "$tmp/plot.csv"
-./pelab-plot --out "$OUT/order.png" --xlabel "training step" --ylabel "order_acc (median, band: all seeds)" \
+./pelab-plot --out "$OUT/order.png" --panels --xlabel "training step" --ylabel "order_acc (median, band: all seeds)" \
              --title "order accuracy on held-out triples, $n_seeds seeds" "$tmp/plot.csv"
 cat "$OUT/order.md"
