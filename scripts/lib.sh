@@ -4,7 +4,9 @@
 #
 # Variables every script takes (as environment or KEY=VALUE arguments):
 #   SEEDS="1 2 3"   seeds of every configuration (each script has its default)
-#   JOBS=N          single-thread runs at a time (default: the number of cores)
+#   JOBS=N          runs at a time (default: the number of cores)
+#   THREADS=N       threads per run (default 1; the sums split differently
+#                   with more, so the last bits of a run depend on it)
 #   QUICK=1         a tiny budget, to check that the script and its outputs work
 #   OUT=DIR         where the tables and pictures go (default results)
 #   ARGS="…"        extra options for every ./train run
@@ -16,6 +18,7 @@ for kv in "$@"; do
 done
 SEEDS=${SEEDS:-$DEFAULT_SEEDS}
 JOBS=${JOBS:-$(nproc)}
+THREADS=${THREADS:-1}
 QUICK=${QUICK:-0}
 OUT=${OUT:-results}
 ARGS=${ARGS:-}
@@ -27,7 +30,7 @@ trap 'rm -rf "$tmp"' EXIT
 n_seeds=$(echo $SEEDS | wc -w)
 
 # run_all FILE: each line "ID OPTIONS…" is one run of
-#   ./train OPTIONS --threads 1 --quiet --json $tmp/ID.json  (stdout, stderr: $tmp/ID.out)
+#   ./train OPTIONS --threads $THREADS --quiet --json $tmp/ID.json  (stdout, stderr: $tmp/ID.out)
 # JOBS at a time; its wall time goes to $tmp/ID.secs. Stops the script with
 # the run's output when a run fails.
 run_all() {
@@ -35,13 +38,13 @@ run_all() {
   start=$(date +%s)
   n=$(wc -l < "$1")
   echo "$(basename "$0"): $n runs, $JOBS at a time"
-  export tmp
+  export tmp THREADS
   # shellcheck disable=SC2016
   xargs -P "$JOBS" -L 1 bash -c '
     id=$0
     t0=$(date +%s.%N)
-    if ! ./train "$@" --threads 1 --quiet --json "$tmp/$id.json" > "$tmp/$id.out" 2>&1; then
-      echo "run $id failed: ./train $* --threads 1" >&2; cat "$tmp/$id.out" >&2; exit 255
+    if ! ./train "$@" --threads "$THREADS" --quiet --json "$tmp/$id.json" > "$tmp/$id.out" 2>&1; then
+      echo "run $id failed: ./train $* --threads $THREADS" >&2; cat "$tmp/$id.out" >&2; exit 255
     fi
     awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN { printf \"%.1f\\n\", b - a }" > "$tmp/$id.secs"
     echo "  $id: $(grep -E "^(eval|order_acc)" "$tmp/$id.out" | tr "\n" " ")"

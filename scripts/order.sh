@@ -71,7 +71,7 @@ steps_default=$(./train --help | sed -n 's/.*--steps N .*\[\([0-9]*\)\]/\1/p')
 {
   echo "# Order: order_acc on held-out triples, over seeds"
   echo
-  echo "Command: \`SEEDS=\"$SEEDS\"${ARGS:+ ARGS=\"$ARGS\"} scripts/order.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $JOBS single-thread runs at a time, ${elapsed}s in all."
+  echo "Command: \`SEEDS=\"$SEEDS\"${ARGS:+ ARGS=\"$ARGS\"} scripts/order.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $JOBS runs at a time of $THREADS thread(s) each, ${elapsed}s in all."
   echo "Each run: \`./train --pe PE --attn MODE --seed S --eval-every $EVAL_EVERY${ARGS:+ $ARGS}\`, every other option at its default (cats, d 64, 2 layers, 4 heads, ctx 64, batch 16, ${steps_default} steps)."
   echo "Solved: order_acc ≥ 0.95 at some point of the curve (every $EVAL_EVERY steps); steps to solve: the first such step, median over the solved seeds."
   echo "Mean ± 95% interval: Student t over seeds. Chance is 0.5 for a model that answers with one of the two nouns; 0.04 (1/24) for one that always names the same noun."
