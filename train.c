@@ -2,22 +2,20 @@
 // cli/options.c; the model (model/), the data (data/) and the evaluation
 // (eval/) are libraries that this file wires together.
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "cli/options.h"
+#include "core/files.h"
 #include "core/startup.h"
 #include "data/data.h"
 #include "eval/eval.h"
-#include "core/files.h"
 #include "eval/viz.h"
 #include "model/ckpt.h"
 #include "model/model.h"
