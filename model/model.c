@@ -74,7 +74,7 @@ static void model_build(model_t *m, const model_config *cfg) {
         pe_resolve(slots[i], ops[i], &m->cfg, err, sizeof err);  // checked above
         slots[i]->chunk = m->attn_chunk;
         if (ops[i]->init) ops[i]->init(slots[i], t);
-        for (int k = 0; k < 4; k++) slots[i]->off[k] = t->t[slots[i]->tensor[k]].offset;
+        for (int k = 0; k < PE_MAX_TENSORS; k++) slots[i]->off[k] = t->t[slots[i]->tensor[k]].offset;
     }
 }
 

@@ -21,6 +21,9 @@ void param_init(const param_table *tab, float *params, rng_t *rng) {
         const tensor_info *t = &tab->t[i];
         float *p = params + t->offset;
         for (size_t j = 0; j < t->size; j++)
-            p[j] = t->init == INIT_ONE ? 1.0f : t->init == INIT_NORMAL ? t->std * rng_normal(rng) : 0.0f;
+            p[j] = t->init == INIT_ONE     ? 1.0f
+                 : t->init == INIT_NORMAL ? t->std * rng_normal(rng)
+                 : t->init == INIT_CONST  ? t->std
+                                          : 0.0f;
     }
 }

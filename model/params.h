@@ -10,14 +10,14 @@
 
 #define MAX_TENSORS 32
 
-enum { INIT_ZERO = 0, INIT_ONE, INIT_NORMAL };
+enum { INIT_ZERO = 0, INIT_ONE, INIT_NORMAL, INIT_CONST };
 
 typedef struct {
     char name[24];
     size_t offset, size;  // in floats
     int decay;            // AdamW weight decay applies (matrices, embeddings)
     int init;             // INIT_*
-    float std;            // for INIT_NORMAL
+    float std;            // INIT_NORMAL: the standard deviation; INIT_CONST: the value
 } tensor_info;
 
 typedef struct {

@@ -24,6 +24,13 @@ V1_HEADER = 8 + 4 + 4 + (9 * 4 + 3 * 4 + 32) + (8 + 8 + 4 + 4 + 3 * 4 + 8 + 8 + 
 V2_FIXED = 8 + 4 + 4 + 8 + 4
 
 
+def number_or_name(text):
+    try:
+        return float(text)
+    except ValueError:
+        return text  # a choice, e.g. "log"
+
+
 def read_checkpoint(path):
     """(cfg, params) from a version 1 or 2 checkpoint, with every encoding
     option resolved to the value the model uses (README "Position encodings")."""
@@ -50,7 +57,7 @@ def read_checkpoint(path):
         cfg = {"vocab": int(kv["vocab"]), "ctx": int(kv["ctx"]), "d": int(kv["d_model"]), "layers": int(kv["layers"]),
                "heads": int(kv["heads"]), "causal": int(kv["attn"] == "causal")}
         pe = kv["pe"]
-        opts = {k[4:]: float(v) for k, v in kv.items() if k.startswith("opt.")}
+        opts = {k[4:]: number_or_name(v) for k, v in kv.items() if k.startswith("opt.")}
     cfg["pe"] = pe
     absolute, relative = split_pe(pe)
     d = cfg["d"]
@@ -60,6 +67,8 @@ def read_checkpoint(path):
     cfg["rope_base"] = opts.get("rope-base", 10000.0)
     cfg["t5_buckets"] = int(opts.get("t5-buckets", 32))
     cfg["t5_max_distance"] = int(opts.get("t5-max-distance", 128))
+    cfg["kerple_kind"] = opts.get("kerple-kind", "log")
+    cfg["sandwich_dim"] = int(opts.get("sandwich-dim", 128))
     clip = opts.get("rel-clip")
     cfg["rel_clip"] = int(clip) if clip else 0  # 0: not given (shaw then uses 16, xl does not clip)
     params = np.frombuffer(raw, dtype="<f4", count=n, offset=o).copy()
@@ -83,13 +92,20 @@ def layout(cfg):
     if relative == "shaw":
         k = cfg["rel_clip"] if cfg["rel_clip"] > 0 else 16
         t += [("pe_shaw_k", (L, 2 * k + 1, hs)), ("pe_shaw_v", (L, 2 * k + 1, hs))]
+    if relative == "kerple":
+        t += [("pe_kerple_r1", (L, H)), ("pe_kerple_r2", (L, H))]
+    if relative == "dpb":
+        W = DPB_WIDTH
+        t += [("pe_dpb_w1", (W,)), ("pe_dpb_b1", (W,)), ("pe_dpb_w2", (W, W)), ("pe_dpb_b2", (W,)),
+              ("pe_dpb_wo", (H, W)), ("pe_dpb_bo", (H,))]
     return t
 
 
 # The encodings this reference implements; a new encoding of pelab's registry
 # fails the comparison with a message until its formula is added here.
 ABSOLUTE = ("sinusoidal", "learned")
-RELATIVE = ("rope", "alibi", "t5", "xl", "shaw")
+RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb")
+DPB_WIDTH = 32
 
 
 def split_pe(spec):
@@ -158,6 +174,28 @@ def rope(x, base, pos):
     return torch.stack([a * c - b * s, a * s + b * c], dim=-1).reshape(x.shape)
 
 
+def distance_bias(cfg, P, l, n):
+    """(H, T, T) bias of layer l for the distances n = i - j (README "Position encodings")."""
+    H = cfg["heads"]
+    a = n.abs().to(torch.float32)[None]
+    if cfg["pe"].endswith("kerple"):
+        r1 = F.softplus(P["pe_kerple_r1"][l])[:, None, None]
+        if cfg["kerple_kind"] == "log":
+            return -r1 * torch.log1p(F.softplus(P["pe_kerple_r2"][l])[:, None, None] * a)
+        return -r1 * a ** (2 * torch.sigmoid(P["pe_kerple_r2"][l])[:, None, None])
+    if cfg["pe"].endswith("sandwich"):
+        dim = cfg["sandwich_dim"]
+        k = torch.arange(1, dim // 2 + 1, dtype=torch.float64)
+        r = 8.0 * torch.arange(1, H + 1, dtype=torch.float64) / H
+        ang = n.to(torch.float64)[None, :, :, None] / r[:, None, None, None] / 10000.0 ** (2 * k / dim)
+        return (torch.cos(ang).sum(-1) - dim // 2).to(torch.float32)
+    # dpb: an MLP of sign(n) log(1 + |n|), shared by the layers
+    x = (torch.sign(n.to(torch.float32)) * torch.log1p(a[0]))[..., None]
+    h = F.silu(x * P["pe_dpb_w1"] + P["pe_dpb_b1"])
+    h = F.silu(h @ P["pe_dpb_w2"].T + P["pe_dpb_b2"])
+    return (h @ P["pe_dpb_wo"].T + P["pe_dpb_bo"]).permute(2, 0, 1)
+
+
 def forward(cfg, P, tokens, targets, seg):
     B, T = tokens.shape
     C, L, H = cfg["d"], cfg["layers"], cfg["heads"]
@@ -197,6 +235,8 @@ def forward(cfg, P, tokens, targets, seg):
             bk = torch.tensor([[t5_bucket(a - b, not causal, cfg["t5_buckets"], cfg["t5_max_distance"])
                                 for b in range(T)] for a in range(T)])
             s = s + P["pe_t5"][bk].permute(2, 0, 1)[None]
+        if relative in ("kerple", "sandwich", "dpb"):
+            s = s + distance_bias(cfg, P, l, i - j)[None]
         if relative == "shaw":
             kc = cfg["rel_clip"] if cfg["rel_clip"] > 0 else 16
             rel = (j - i).clamp(-kc, kc) + kc

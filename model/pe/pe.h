@@ -44,6 +44,7 @@ typedef struct {
 } pe_option;
 
 #define PE_MAX_OPTIONS 8
+#define PE_MAX_TENSORS 8
 
 typedef struct pe pe_t;
 
@@ -103,8 +104,8 @@ struct pe {
     const model_config *cfg;
     double opt[PE_MAX_OPTIONS];  // its options' values, in the order of ops->options
     int chunk;       // attention's row-chunk size (the model's attn_chunk), for scratch sizes
-    int tensor[4];   // indices into the param table of the tensors it declared
-    size_t off[4];   // their offsets in the parameter buffer
+    int tensor[PE_MAX_TENSORS];   // indices into the param table of the tensors it declared
+    size_t off[PE_MAX_TENSORS];   // their offsets in the parameter buffer
     void *state;     // the encoding's private data
 };
 

@@ -8,7 +8,8 @@
 
 #include "pe.h"
 
-#define PE_LIST(X) X(none) X(sinusoidal) X(learned) X(rope) X(alibi) X(t5) X(xl) X(shaw)
+#define PE_LIST(X)                                                                                  \
+    X(none) X(sinusoidal) X(learned) X(rope) X(alibi) X(t5) X(xl) X(shaw) X(kerple) X(sandwich) X(dpb)
 
 #define PE_DECLARE(name) extern const pe_ops pe_##name##_ops;
 #define PE_ENTRY(name) &pe_##name##_ops,
@@ -33,7 +34,7 @@ const char *pe_names(void) {
 }
 
 int pe_composite(int i, char *buf, size_t cap) {
-    const pe_ops *abs[16], *rel[16];
+    const pe_ops *abs[64], *rel[64];
     int na = 0, nr = 0;
     for (int k = 0; k < pe_registry_count; k++) {
         const pe_ops *o = pe_registry[k];

@@ -1,0 +1,27 @@
+// mlp.h — the small scalar-input MLP of the learned-function encodings
+// (dynamic position bias, FIRE): x → SiLU(W₁x + b₁) [→ SiLU(W₂h + b₂)] → W_o h + b_o,
+// PE_MLP_WIDTH hidden units per hidden layer, `out` outputs (one per head),
+// `copies` independent copies (one per layer, or one shared).
+#ifndef PELAB_PE_MLP_H
+#define PELAB_PE_MLP_H
+
+#include "pe.h"
+
+enum { PE_MLP_WIDTH = 32 };
+
+typedef struct {
+    int slot;    // first of the encoding's tensor slots it uses (2 per layer of the MLP)
+    int depth;   // hidden layers: 1 or 2
+    int out;     // outputs
+} pe_mlp;
+
+// Declares the tensors "PREFIX_w1", "PREFIX_b1", … in slots slot.. of pe.
+// Initial weights: hidden N(0, 1/fan_in), output N(0, 0.02²), biases 0.
+void pe_mlp_declare(const pe_mlp *mlp, pe_t *pe, param_table *tab, const char *prefix, int copies);
+// out[0..out) = MLP_copy(x).
+void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out);
+// Adds the gradients of copy from dout (out) and returns ∂/∂x.
+float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, float *grads, int copy, float x,
+                      const float *dout);
+
+#endif
