@@ -69,6 +69,8 @@ def read_checkpoint(path):
     cfg["t5_max_distance"] = int(opts.get("t5-max-distance", 128))
     cfg["kerple_kind"] = opts.get("kerple-kind", "log")
     cfg["sandwich_dim"] = int(opts.get("sandwich-dim", 128))
+    cfg["xpos_scale_base"] = opts.get("xpos-scale-base", 512.0)
+    cfg["rope_fraction"] = opts.get("rope-fraction", 1.0)
     clip = opts.get("rel-clip")
     cfg["rel_clip"] = int(clip) if clip else 0  # 0: not given (shaw then uses 16, xl does not clip)
     params = np.frombuffer(raw, dtype="<f4", count=n, offset=o).copy()
@@ -104,7 +106,7 @@ def layout(cfg):
 # The encodings this reference implements; a new encoding of pelab's registry
 # fails the comparison with a message until its formula is added here.
 ABSOLUTE = ("sinusoidal", "learned")
-RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb")
+RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb", "xpos")
 DPB_WIDTH = 32
 
 
@@ -164,10 +166,12 @@ def t5_bucket(n, bidirectional, num_buckets, max_distance):
     return ret + min(v, num_buckets - 1)
 
 
-def rope(x, base, pos):
-    """x (B, H, T, hs): rotate pairs (2m, 2m+1) by pos * base^(-2m/hs)."""
+def rope(x, base, pos, fraction=1.0):
+    """x (B, H, T, hs): rotate pairs (2m, 2m+1) by pos * base^(-2m/hs); only
+    the first round(fraction * hs/2) pairs (p-RoPE)."""
     hs = x.shape[-1]
     theta = base ** (-2 * torch.arange(hs // 2, dtype=torch.float64) / hs)
+    theta[int(math.floor(fraction * (hs // 2) + 0.5)):] = 0
     ang = (pos.to(torch.float64)[:, None] * theta[None, :]).to(torch.float32)
     c, s = torch.cos(ang), torch.sin(ang)
     a, b = x[..., 0::2], x[..., 1::2]
@@ -217,7 +221,14 @@ def forward(cfg, P, tokens, targets, seg):
         qkv = h @ P["qkvw"][l].T + P["qkvb"][l]
         q, k, v = [t.reshape(B, T, H, hs).transpose(1, 2) for t in qkv.split(C, dim=-1)]
         if relative == "rope":
-            q, k = rope(q, cfg["rope_base"], pos), rope(k, cfg["rope_base"], pos)
+            q, k = rope(q, cfg["rope_base"], pos, cfg["rope_fraction"]), rope(k, cfg["rope_base"], pos, cfg["rope_fraction"])
+        if relative == "xpos":
+            # q scaled by zeta^(n/gamma), k by zeta^(-n/gamma), n from T//2
+            zeta = (2 * torch.arange(hs // 2, dtype=torch.float64) / hs + 0.4) / 1.4
+            e = (pos.to(torch.float64) - T // 2)[:, None] / cfg["xpos_scale_base"]
+            sc = torch.repeat_interleave(zeta[None, :] ** e, 2, dim=1)
+            q = rope(q, 10000.0, pos) * sc.to(torch.float32)
+            k = rope(k, 10000.0, pos) * (1 / sc).to(torch.float32)
         if relative == "xl":
             u, vv = P["pe_xl_u"][l][None, :, None, :], P["pe_xl_v"][l][None, :, None, :]
             dist = i - j

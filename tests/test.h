@@ -31,6 +31,8 @@ extern int n_test_encodings;
 
 // A tiny model with weights large enough that every path carries gradient.
 void test_tiny_config(model_config *c, const char *pe, int causal);
+// 0 when the encoding refuses the mode (xPos and FIRE are causal only).
+int test_mode_allowed(const char *pe, int causal);
 void test_randomise_weights(model_t *m, unsigned long long seed);
 // Random tokens (B, T) in [0, V), targets with some -1, segments (bidir: 3
 // per row) — or seg all 0 when causal.

@@ -1,9 +1,12 @@
 // test_grad.c — central finite-difference checks of every backward pass.
 //
 // Tolerances: a check passes when |analytic − numeric| ≤ ATOL + RTOL·max(|a|, |n|),
-// with numeric = (f(x+ε) − f(x−ε)) / 2ε, ε = 1e-2 on float32 weights of
-// order 0.3. The losses are summed in double, so float rounding contributes
-// about 1e-6 / 2ε = 5e-5 to the numeric side.
+// with the five-point difference
+//   numeric = (8(f(x+ε) − f(x−ε)) − (f(x+2ε) − f(x−2ε))) / 12ε,
+// ε = 1e-2 on float32 weights of order 0.3: its error is O(ε⁴), where the
+// two-point difference's O(ε²) was already at ATOL for the small MLPs of the
+// learned-function encodings (dpb). The losses are summed in double, so float
+// rounding contributes about 1.5e-6 / ε ≈ 1.5e-4 to the numeric side at most.
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,19 +33,22 @@ static double dot(const float *w, const float *y, size_t n) {
 // Compares analytic gradient g of f at x with central differences, at every
 // index when n is small, else at `samples` random ones.
 typedef double (*scalar_fn)(void *ctx);
-static int fd_compare(const char *what, float *x, const float *g, size_t n, int samples, scalar_fn f, void *ctx) {
+static int fd_compare_eps(const char *what, float *x, const float *g, size_t n, int samples, scalar_fn f, void *ctx,
+                          float eps) {
     int fails = 0;
     rng_t r = {n * 31 + 7};
     int count = n <= (size_t)samples ? (int)n : samples;
     for (int s = 0; s < count; s++) {
         size_t i = n <= (size_t)samples ? (size_t)s : (s == 0 ? 0 : s == 1 ? n - 1 : rng_next(&r) % n);
         float orig = x[i];
-        x[i] = orig + EPS;
-        double fp = f(ctx);
-        x[i] = orig - EPS;
-        double fm = f(ctx);
+        double fv[4];
+        const float steps[4] = {eps, -eps, 2 * eps, -2 * eps};
+        for (int k = 0; k < 4; k++) {
+            x[i] = orig + steps[k];
+            fv[k] = f(ctx);
+        }
         x[i] = orig;
-        double num = (fp - fm) / (2.0 * EPS);
+        double num = (8.0 * (fv[0] - fv[1]) - (fv[2] - fv[3])) / (12.0 * eps);
         if (!close_enough(g[i], num)) {
             if (fails < 3) printf("    %s[%zu]: analytic %.6g numeric %.6g\n", what, i, g[i], num);
             fails++;
@@ -50,6 +56,13 @@ static int fd_compare(const char *what, float *x, const float *g, size_t n, int 
     }
     return fails;
 }
+static int fd_compare(const char *what, float *x, const float *g, size_t n, int samples, scalar_fn f, void *ctx) {
+    return fd_compare_eps(what, x, g, n, samples, f, ctx, EPS);
+}
+// An encoding's own tensors: a small MLP's weight moves every bias of the
+// table at once, so the loss's float rounding (≈ 3e-6 here) divided by ε
+// would reach ATOL at ε = 1e-2; PE_EPS keeps it at a quarter.
+#define PE_EPS 4e-2f
 
 // ---- LayerNorm --------------------------------------------------------------
 typedef struct {
@@ -204,7 +217,7 @@ static int attention_grad_case(const char *pe, int causal) {
         for (int k = 0; k < m.tab.n; k++) {
             const tensor_info *t = &m.tab.t[k];
             if (strncmp(t->name, "pe_", 3) != 0) continue;
-            fails += fd_compare(t->name, m.params + t->offset, m.grads + t->offset, t->size, 24, at_loss, &c);
+            fails += fd_compare_eps(t->name, m.params + t->offset, m.grads + t->offset, t->size, 24, at_loss, &c, PE_EPS);
         }
     if (fails) printf("    attention with pe=%s %s\n", pe, causal ? "causal" : "bidir");
     free(c.y), free(c.att), free(c.qkv), free(c.qkv_in), free(c.dout), free(c.scratch);
@@ -215,7 +228,8 @@ static int attention_grad_case(const char *pe, int causal) {
 static int test_attention_grad(void) {
     int fails = 0;
     for (int i = 0; i < n_test_encodings; i++)
-        for (int causal = 0; causal < 2; causal++) fails += attention_grad_case(test_encodings[i], causal);
+        for (int causal = 0; causal < 2; causal++)
+            if (test_mode_allowed(test_encodings[i], causal)) fails += attention_grad_case(test_encodings[i], causal);
     return fails;
 }
 
@@ -249,7 +263,8 @@ static int model_grad_case(const char *pe, int causal) {
     int fails = 0;
     for (int k = 0; k < m.tab.n; k++) {
         const tensor_info *t = &m.tab.t[k];
-        fails += fd_compare(t->name, m.params + t->offset, g + t->offset, t->size, 8, model_loss, &c);
+        fails += fd_compare_eps(t->name, m.params + t->offset, g + t->offset, t->size, 8, model_loss, &c,
+                                strncmp(t->name, "pe_", 3) == 0 ? PE_EPS : EPS);
     }
     if (fails) printf("    model with pe=%s %s\n", pe, causal ? "causal" : "bidir");
     free(g), free(tok), free(tgt), free(seg);
@@ -260,7 +275,8 @@ static int model_grad_case(const char *pe, int causal) {
 static int test_model_grad(void) {
     int fails = 0;
     for (int i = 0; i < n_test_encodings; i++)
-        for (int causal = 0; causal < 2; causal++) fails += model_grad_case(test_encodings[i], causal);
+        for (int causal = 0; causal < 2; causal++)
+            if (test_mode_allowed(test_encodings[i], causal)) fails += model_grad_case(test_encodings[i], causal);
     return fails;
 }
 

@@ -45,6 +45,13 @@ void test_tiny_config(model_config *c, const char *pe, int causal) {
             config_set(c, tiny[i].name, tiny[i].value);
 }
 
+int test_mode_allowed(const char *pe, int causal) {
+    model_config c;
+    char err[256];
+    test_tiny_config(&c, pe, causal);
+    return model_config_check(&c, err, sizeof err);
+}
+
 void test_randomise_weights(model_t *m, unsigned long long seed) {
     rng_t r = {seed};
     for (int k = 0; k < m->tab.n; k++) {

@@ -12,11 +12,11 @@
 #include "../plot/plot.h"
 #include <stb_image.h>
 #include <unistd.h>
+#include "../model/pe/rope.h"
 #include "test.h"
 
 void alibi_slopes(int H, float *out);
 int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance);
-void rope_frequencies(int hs, int ctx, double base, int scale, float s, float *theta, float *pos_mul, float *mscale);
 enum { SCALE_NONE, SCALE_PI, SCALE_NTK, SCALE_YARN };  // --rope-scale's choices, in rope.c's order
 
 static float max_abs_diff(const float *a, const float *b, size_t n) {
@@ -433,6 +433,109 @@ static int test_rope_scaling_formulas(void) {
 }
 
 // learned: lengths past the training ctx are refused one by one.
+// The bias an encoding adds to head h's scores (T, T) with q = k = 0, layer 0.
+static void bias_matrix(model_t *m, int h, int T, float *s) {
+    pe_t *pe = &m->pe_rel;
+    int C = m->cfg.d_model;
+    float *zero = calloc((size_t)T * C, sizeof(float));
+    memset(s, 0, sizeof(float) * T * T);
+    pe->chunk = T;
+    if (pe->ops->layer_begin) pe->ops->layer_begin(pe, m->params, 0, T);
+    pe->ops->score_forward(pe, m->params, 0, h, zero, zero, C, 0, T, T, s, T);
+    free(zero);
+}
+
+// KERPLE (both kernels) and Sandwich: the bias depends on i − j only, is 0 at
+// distance 0 and falls with |i − j| (Sandwich: b(2n) < b(n), and rises by
+// less than 0.05 from one distance to the next); the same in both directions
+// when bidirectional. Also: every other bias encoding depends on i − j only.
+static int test_distance_biases(void) {
+    int fails = 0, T = 40;
+    const char *names[] = {"kerple", "kerple", "sandwich", "alibi", "t5", "dpb"};
+    float *s = malloc(sizeof(float) * T * T);
+    for (int e = 0; e < 6; e++)
+        for (int causal = 0; causal < 2; causal++) {
+            model_config cfg;
+            test_tiny_config(&cfg, names[e], causal);
+            if (e == 1) config_set(&cfg, "kerple-kind", 1);  // power
+            model_t m;
+            model_create(&m, &cfg);
+            test_randomise_weights(&m, 90 + e);
+            for (int h = 0; h < cfg.heads; h++) {
+                bias_matrix(&m, h, T, s);
+                int bad = 0, rising = 0;
+                for (int i = 0; i < T; i++)
+                    for (int j = 0; j < T; j++) {
+                        if (causal && j > i) continue;
+                        int d = i - j;
+                        int i2 = d >= 0 ? d : 0, j2 = i2 - d;  // the same distance from the first row or column
+                        if (s[i * T + j] != s[i2 * T + j2]) bad++;
+                        // j+1 is nearer; Sandwich's sum of cosines has ripples of a few hundredths
+                        // (e.g. 2 heads, head 1 near distance 27), its trend falls
+                        if (e < 3 && j < i && s[i * T + j] > s[i * T + j + 1] + (e == 2 ? 0.05f : 0.0f)) rising++;
+                        if (e < 3 && j < i && 2 * d < T && s[2 * d * T] >= s[d * T]) rising++;
+                        if (e < 3 && !causal && s[i * T + j] != s[j * T + i]) bad++;
+                    }
+                EXPECT(!bad, "%s%s %s head %d: the bias is not a function of i - j (%d entries)", names[e],
+                       e == 1 ? " power" : "", causal ? "causal" : "bidir", h, bad);
+                if (e < 3) {
+                    EXPECT(!rising, "%s%s head %d: the bias rises with distance at %d entries", names[e],
+                           e == 1 ? " power" : "", h, rising);
+                    EXPECT(fabsf(s[5 * T + 5]) < 1e-6f && s[5 * T + 0] < s[5 * T + 4],
+                           "%s head %d: b(0) = %g, b(5) = %g, b(1) = %g", names[e], h, s[5 * T + 5], s[5 * T], s[5 * T + 4]);
+                }
+            }
+            model_free(&m);
+        }
+    free(s);
+    return fails;
+}
+
+// Logits of two models with the same weights on the same tokens.
+static float logits_diff(const char *pe_a, const char *opt_a, double val_a, const char *pe_b, const char *opt_b,
+                         double val_b) {
+    model_config ca, cb;
+    test_tiny_config(&ca, pe_a, 1);
+    test_tiny_config(&cb, pe_b, 1);
+    if (opt_a) config_set(&ca, opt_a, val_a);
+    if (opt_b) config_set(&cb, opt_b, val_b);
+    model_t a, b;
+    model_create(&a, &ca);
+    model_create(&b, &cb);
+    test_randomise_weights(&a, 7);
+    if (a.tab.total != b.tab.total) return INFINITY;
+    memcpy(b.params, a.params, sizeof(float) * a.tab.total);
+    int T = 70, tok[70], tgt[70], seg[70];
+    test_random_batch(1, T, ca.vocab, 1, 8, tok, tgt, seg);
+    model_acts xa, xb;
+    model_acts_alloc(&xa, &a, 1, T, 0);
+    model_acts_alloc(&xb, &b, 1, T, 0);
+    model_forward(&a, &xa, tok, NULL, seg);
+    model_forward(&b, &xb, tok, NULL, seg);
+    float d = max_abs_diff(xa.logits, xb.logits, (size_t)T * ca.vocab);
+    model_acts_free(&xa), model_acts_free(&xb);
+    model_free(&a), model_free(&b);
+    return d;
+}
+
+// p-RoPE: p = 1 is RoPE, p = 0 is NoPE, p = 0.5 is neither. xPos with
+// ζ^(n/γ) → 1 (γ = 1e30) is RoPE.
+static int test_rope_variants_limits(void) {
+    int fails = 0;
+    float d1 = logits_diff("rope", "rope-fraction", 1.0, "rope", NULL, 0);
+    float d0 = logits_diff("rope", "rope-fraction", 0.0, "none", NULL, 0);
+    float dh = logits_diff("rope", "rope-fraction", 0.5, "none", NULL, 0);
+    float dr = logits_diff("rope", "rope-fraction", 0.5, "rope", NULL, 0);
+    EXPECT(d1 == 0.0f, "p-RoPE p = 1 differs from RoPE by %g", d1);
+    EXPECT(d0 == 0.0f, "p-RoPE p = 0 differs from NoPE by %g", d0);
+    EXPECT(dh > 1e-4f && dr > 1e-4f, "p = 0.5 should differ from both (%g from NoPE, %g from RoPE)", dh, dr);
+    float dx = logits_diff("xpos", "xpos-scale-base", 1e30, "rope", NULL, 0);
+    float dxs = logits_diff("xpos", NULL, 0, "rope", NULL, 0);
+    EXPECT(dx < 1e-5f, "xPos with zeta^(n/gamma) = 1 differs from RoPE by %g", dx);
+    EXPECT(dxs > 1e-4f, "xPos with gamma 512 should differ from RoPE (%g)", dxs);
+    return fails;
+}
+
 static int test_learned_refuses_long_eval(void) {
     int fails = 0;
     data_t d;
@@ -501,6 +604,7 @@ static int test_streaming_equals_full_matrix(void) {
     int fails = 0, T = 300;
     for (int e = 0; e < n_test_encodings; e++)
         for (int causal = 0; causal < 2; causal++) {
+            if (!test_mode_allowed(test_encodings[e], causal)) continue;
             model_config cfg;
             test_tiny_config(&cfg, test_encodings[e], causal);
             cfg.ctx = T;
@@ -642,5 +746,7 @@ const test_case prop_tests[] = {
     {"prop/xl_fast_equals_direct", test_xl_fast_equals_direct},
     {"prop/rope_scaling_formulas", test_rope_scaling_formulas},
     {"prop/learned_refuses_long_eval", test_learned_refuses_long_eval},
+    {"prop/distance_biases_kerple_sandwich", test_distance_biases},
+    {"prop/rope_variants_limits_prope_xpos", test_rope_variants_limits},
 };
 const int n_prop_tests = sizeof prop_tests / sizeof prop_tests[0];

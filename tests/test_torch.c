@@ -24,7 +24,7 @@ static const char *find_python(void) {
     return NULL;
 }
 
-#define MAX_CASES 64
+#define MAX_CASES 96
 
 static int test_torch_reference(void) {
     int fails = 0;
@@ -42,6 +42,7 @@ static int test_torch_reference(void) {
     snprintf(cmd, sizeof cmd, "%s scripts/torch_ref.py", py);
     for (int e = 0; e < n_test_encodings; e++)
         for (int causal = 0; causal < 2; causal++) {
+            if (!test_mode_allowed(test_encodings[e], causal)) continue;
             model_config cfg;
             test_tiny_config(&cfg, test_encodings[e], causal);
             model_t *m = &models[ncase];

@@ -7,12 +7,18 @@
 //   ntk   base·s^(hs/(hs−2))                      ("NTK-aware" scaling)
 //   yarn  θ'_m = (1−γ)·θ_m/s + γ·θ_m, γ = ramp((ctx/λ_m − α)/(β − α)),
 //         λ_m = 2π/θ_m, α = 1, β = 32, logits × (0.1·ln s + 1)²  (Peng et al. 2023)
+//
+// p-RoPE (Barbero et al. 2024, "Round and Round We Go!", section 6):
+// --rope-fraction p rotates only the first round(p·hs/2) pairs, those of the
+// highest frequencies; the others keep angle 0 (no position). p = 1 is RoPE,
+// p = 0 is NoPE.
 #include <math.h>
 #include <stdlib.h>
 
 #include "pe.h"
+#include "rope.h"
 
-enum { ROPE_BASE, ROPE_SCALE, ROPE_FACTOR };
+enum { ROPE_BASE, ROPE_SCALE, ROPE_FACTOR, ROPE_FRACTION };
 enum { ROPE_SCALE_NONE, ROPE_SCALE_PI, ROPE_SCALE_NTK, ROPE_SCALE_YARN };  // --rope-scale's choices, in order
 static const char *const rope_scale_names[] = {"none", "pi", "ntk", "yarn", NULL};
 
@@ -23,6 +29,8 @@ static const pe_option rope_options[] = {
                     .eval_only = 1, .help = "RoPE extension at evaluation: none, pi, ntk, yarn"},
     [ROPE_FACTOR] = {.name = "rope-factor", .type = PE_OPT_FLOAT, .lo = 1, .hi = 1e6, .def = NAN,
                      .def_text = "eval length / training ctx", .eval_only = 1, .help = "RoPE extension factor"},
+    [ROPE_FRACTION] = {.name = "rope-fraction", .type = PE_OPT_FLOAT, .lo = 0, .hi = 1, .def = 1,
+                       .help = "p-RoPE: the fraction of pairs rotated, highest frequencies first"},
     {0},
 };
 
@@ -95,39 +103,50 @@ static rope_state *rope_table(pe_t *pe, int T) {
     st->cs = xmalloc(sizeof(float) * size_mul((size_t)T, (size_t)hs, "rope table"));
     float theta[half > 0 ? half : 1], pos_mul;
     rope_frequencies(hs, pe->cfg->ctx, (float)pe->opt[ROPE_BASE], st->scale, factor, theta, &pos_mul, &st->mscale);
-    for (int t = 0; t < T; t++)
-        for (int m = 0; m < half; m++) {
-            double a = (double)t * pos_mul * theta[m];
-            st->cs[((size_t)t * half + m) * 2] = (float)cos(a);
-            st->cs[((size_t)t * half + m) * 2 + 1] = (float)sin(a);
-        }
+    int rotated = (int)lround(pe->opt[ROPE_FRACTION] * half);  // p-RoPE: the highest frequencies
+    for (int m = rotated; m < half; m++) theta[m] = 0.0f;
+    rope_angles(st->cs, T, half, theta, pos_mul);
     st->T = T, st->table_scale = st->scale, st->table_factor = factor, st->hs = hs;
     return st;
 }
 
-// Rotates q and k of every head by +angle (dir = 1) or −angle (dir = −1,
-// the transpose, for the backward pass); q (not k) is also scaled.
-static void rope_rotate(pe_t *pe, float *qkv, int B, int T, int dir) {
-    rope_state *st = rope_table(pe, T);
-    int C = pe->cfg->d_model, NH = pe->cfg->heads, hs = C / NH, half = hs / 2;
-    float sgn = (float)dir, ms = st->mscale;
+void rope_apply(float *qkv, int B, int T, int C, int NH, const float *cs, const float *sq, const float *sk,
+                float qmul, int dir) {
+    int hs = C / NH, half = hs / 2;
+    float sgn = (float)dir;
 #pragma omp parallel for schedule(static)
     for (size_t bt = 0; bt < (size_t)B * T; bt++) {
-        const float *cs = st->cs + (bt % T) * half * 2;
+        size_t t = bt % T;
+        const float *c_s = cs + t * half * 2;
         float *row = qkv + bt * 3 * C;
         for (int part = 0; part < 2; part++) {  // q, then k
-            float mul = part == 0 ? ms : 1.0f;
+            const float *scale = sq ? (part == 0 ? sq : sk) + t * half : NULL;
+            float mul = part == 0 ? qmul : 1.0f;
             for (int h = 0; h < NH; h++) {
                 float *x = row + part * C + h * hs;
                 for (int m = 0; m < half; m++) {
-                    float c = cs[2 * m], s = sgn * cs[2 * m + 1];
+                    float c = c_s[2 * m], s = sgn * c_s[2 * m + 1], f = scale ? scale[m] : mul;
                     float a = x[2 * m], b = x[2 * m + 1];
-                    x[2 * m] = (a * c - b * s) * mul;
-                    x[2 * m + 1] = (a * s + b * c) * mul;
+                    x[2 * m] = (a * c - b * s) * f;
+                    x[2 * m + 1] = (a * s + b * c) * f;
                 }
             }
         }
     }
+}
+
+void rope_angles(float *cs, int T, int half, const float *theta, float pos_mul) {
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < half; m++) {
+            double a = (double)t * pos_mul * theta[m];
+            cs[((size_t)t * half + m) * 2] = (float)cos(a);
+            cs[((size_t)t * half + m) * 2 + 1] = (float)sin(a);
+        }
+}
+
+static void rope_rotate(pe_t *pe, float *qkv, int B, int T, int dir) {
+    rope_state *st = rope_table(pe, T);
+    rope_apply(qkv, B, T, pe->cfg->d_model, pe->cfg->heads, st->cs, NULL, NULL, st->mscale, dir);
 }
 
 static void rope_qk_forward(pe_t *pe, float *qkv, int B, int T) { rope_rotate(pe, qkv, B, T, 1); }
