@@ -27,7 +27,7 @@ const cli_option cli_options[] = {
     {"layers", OPT_INT, F(layers), 1, 256, "2", NULL, NULL, SEC_MODEL, "N", "Transformer blocks", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"heads", OPT_INT, F(heads), 1, 1 << 14, "4", NULL, NULL, SEC_MODEL, "N", "attention heads (must divide --d-model)", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"batch", OPT_INT, F(batch), 1, 1 << 16, "16", NULL, NULL, SEC_TRAIN, "N", "sequences per step", NOT_WITH_LOAD|NOT_WITH_RESUME},
-    {"steps", OPT_INT, F(steps), 0, 1L << 40, "4000", NULL, NULL, SEC_TRAIN, "N", "optimiser steps", NOT_WITH_LOAD},
+    {"steps", OPT_INT, F(steps), 0, 1L << 40, "5000", NULL, NULL, SEC_TRAIN, "N", "optimiser steps", NOT_WITH_LOAD},
     {"lr", OPT_FLOAT, F(lr), 0, 10, "3e-3", NULL, NULL, SEC_TRAIN, "X", "peak learning rate", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"warmup", OPT_INT, F(warmup), 0, INT_MAX, "300", NULL, NULL, SEC_TRAIN, "N", "linear warmup steps", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"wd", OPT_FLOAT, F(wd), 0, 10, "0.1", NULL, NULL, SEC_TRAIN, "X", "AdamW weight decay on matrices and embeddings", NOT_WITH_LOAD|NOT_WITH_RESUME},
