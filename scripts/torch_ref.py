@@ -96,6 +96,10 @@ def layout(cfg):
         t += [("pe_shaw_k", (L, 2 * k + 1, hs)), ("pe_shaw_v", (L, 2 * k + 1, hs))]
     if relative == "kerple":
         t += [("pe_kerple_r1", (L, H)), ("pe_kerple_r2", (L, H))]
+    if relative == "fire":
+        W = DPB_WIDTH
+        t += [("pe_fire_w1", (L, W)), ("pe_fire_b1", (L, W)), ("pe_fire_wo", (L, H, W)), ("pe_fire_bo", (L, H)),
+              ("pe_fire_c", (L,)), ("pe_fire_l", (L,))]
     if relative == "dpb":
         W = DPB_WIDTH
         t += [("pe_dpb_w1", (W,)), ("pe_dpb_b1", (W,)), ("pe_dpb_w2", (W, W)), ("pe_dpb_b2", (W,)),
@@ -106,7 +110,7 @@ def layout(cfg):
 # The encodings this reference implements; a new encoding of pelab's registry
 # fails the comparison with a message until its formula is added here.
 ABSOLUTE = ("sinusoidal", "learned")
-RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb", "xpos")
+RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb", "xpos", "fire")
 DPB_WIDTH = 32
 
 
@@ -246,6 +250,13 @@ def forward(cfg, P, tokens, targets, seg):
             bk = torch.tensor([[t5_bucket(a - b, not causal, cfg["t5_buckets"], cfg["t5_max_distance"])
                                 for b in range(T)] for a in range(T)])
             s = s + P["pe_t5"][bk].permute(2, 0, 1)[None]
+        if relative == "fire":
+            # f(psi(i - j) / psi(max(L, i))), psi(x) = log(c x + 1); c, L = exp(parameter)
+            c, thr = torch.exp(P["pe_fire_c"][l].double()), torch.exp(P["pe_fire_l"][l].double())
+            n = (i - j).clamp(min=0).double()
+            u = (torch.log(c * n + 1) / torch.log(c * torch.maximum(thr, i.double()) + 1)).float()[..., None]
+            hid = F.silu(u * P["pe_fire_w1"][l] + P["pe_fire_b1"][l])
+            s = s + (hid @ P["pe_fire_wo"][l].T + P["pe_fire_bo"][l]).permute(2, 0, 1)[None]
         if relative in ("kerple", "sandwich", "dpb"):
             s = s + distance_bias(cfg, P, l, i - j)[None]
         if relative == "shaw":

@@ -1,0 +1,142 @@
+// fire.c — FIRE (Li et al. 2023, "Functional Interpolation for Relative
+// Positions Improves Long Context Transformers", eq. 4 with the threshold of
+// section 3.3): a learned function of the normalised distance,
+//   b_h(i, j) = f_θ(ψ(i − j) / ψ(max(L, i)))_h,   ψ(x) = log(c·x + 1),
+// f_θ an MLP 1 → 32 (SiLU) → H per layer (mlp.c), c > 0 and the threshold
+// L > 0 learned per layer as c = exp(γ_c), L = exp(γ_L), initial c = 0.1 and
+// L = ctx/4. Dividing by ψ(i) keeps the input in [0, 1] at any length (the
+// "progressive interpolation"); the threshold keeps short prefixes from
+// being stretched over the whole range. The bias depends on i, not only on
+// i − j, and i − j ≥ 0 only: causal only.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlp.h"
+#include "pe.h"
+
+enum { SLOT_C = 4, SLOT_L = 5 };  // the MLP takes slots 0..3
+
+typedef struct {
+    int T;
+    float *bias;  // (H, T, T): b_h(i, j), 0 above the diagonal
+    float *grad;  // (H, T, T): ∂loss/∂b_h(i, j)
+} fire_state;
+
+static pe_mlp fire_shape(const pe_t *pe) { return (pe_mlp){.slot = 0, .depth = 1, .out = pe->cfg->heads}; }
+
+static int fire_check(const pe_t *pe, char *err, size_t errlen) {
+    if (pe->cfg->causal) return 1;
+    snprintf(err, errlen, "fire is causal only (its input is the distance to an earlier key); use --attn causal");
+    return 0;
+}
+
+static void fire_init(pe_t *pe, param_table *tab) {
+    pe_mlp m = fire_shape(pe);
+    int L = pe->cfg->layers;
+    pe_mlp_declare(&m, pe, tab, "pe_fire", L);
+    pe->tensor[SLOT_C] = param_add(tab, "pe_fire_c", L, 0, INIT_CONST, logf(0.1f));
+    float thr = pe->cfg->ctx / 4.0f;
+    pe->tensor[SLOT_L] = param_add(tab, "pe_fire_l", L, 0, INIT_CONST, logf(thr > 1.0f ? thr : 1.0f));
+    pe->state = xcalloc(1, sizeof(fire_state));
+}
+
+static void fire_free(pe_t *pe) {
+    fire_state *st = pe->state;
+    if (st) free(st->bias), free(st->grad);
+    free(st);
+    pe->state = NULL;
+}
+
+static void fire_size(fire_state *st, int H, int T) {
+    if (st->bias && st->T == T) return;
+    size_t n = size_mul((size_t)H, size_mul((size_t)T, (size_t)T, "FIRE table"), "FIRE table");
+    free(st->bias), free(st->grad);
+    st->bias = xcalloc(n, sizeof(float));
+    st->grad = xcalloc(n, sizeof(float));
+    st->T = T;
+}
+
+static size_t fire_table_floats(const pe_t *pe, int T) { return 2 * (size_t)pe->cfg->heads * T * T; }
+
+// c and L of a layer.
+static void fire_cl(const pe_t *pe, const float *params, int layer, double *c, double *L) {
+    *c = exp(params[pe->off[SLOT_C] + layer]);
+    *L = exp(params[pe->off[SLOT_L] + layer]);
+}
+
+static void fire_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+    fire_state *st = pe->state;
+    int H = pe->cfg->heads;
+    fire_size(st, H, T);
+    pe_mlp m = fire_shape(pe);
+    double c, L;
+    fire_cl(pe, params, layer, &c, &L);
+    size_t TT = (size_t)T * T;
+    float out[H];
+    for (int i = 0; i < T; i++) {
+        double den = log(c * (L > i ? L : i) + 1.0);
+        for (int j = 0; j <= i; j++) {
+            pe_mlp_forward(&m, pe, params, layer, (float)(log(c * (i - j) + 1.0) / den), out);
+            for (int h = 0; h < H; h++) st->bias[h * TT + (size_t)i * T + j] = out[h];
+        }
+    }
+}
+
+static void fire_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+                               int ld, int i0, int nq, int nk, float *s, int lds) {
+    const fire_state *st = pe->state;
+    const float *b = st->bias + (size_t)h * st->T * st->T + (size_t)i0 * st->T;
+    for (int r = 0; r < nq; r++)
+        for (int j = 0; j < nk; j++) s[(size_t)r * lds + j] += b[(size_t)r * st->T + j];
+}
+
+static void fire_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+                                const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
+                                const float *ds, int lds) {
+    fire_state *st = pe->state;
+    float *g = st->grad + (size_t)h * st->T * st->T + (size_t)i0 * st->T;
+    for (int r = 0; r < nq; r++)
+        for (int j = 0; j < nk; j++) g[(size_t)r * st->T + j] += ds[(size_t)r * lds + j];
+}
+
+// Through the MLP, then x = A/D, A = ψ(n), D = ψ(M), M = max(L, i):
+//   ∂x/∂c = (n/(cn + 1))/D − A·(M/(cM + 1))/D²,  ∂x/∂L = −A·(c/(cL + 1))/D² when L > i;
+// c = exp(γ_c) and L = exp(γ_L) multiply by c and L.
+static void fire_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+    fire_state *st = pe->state;
+    int H = pe->cfg->heads;
+    pe_mlp m = fire_shape(pe);
+    double c, L, gc = 0, gl = 0;
+    fire_cl(pe, params, layer, &c, &L);
+    size_t TT = (size_t)T * T;
+    float dout[H];
+    for (int i = 0; i < T; i++) {
+        double M = L > i ? L : i, D = log(c * M + 1.0);
+        for (int j = 0; j <= i; j++) {
+            int any = 0;
+            for (int h = 0; h < H; h++) dout[h] = st->grad[h * TT + (size_t)i * T + j], any |= dout[h] != 0.0f;
+            if (!any) continue;
+            double n = i - j, A = log(c * n + 1.0);
+            double dx = pe_mlp_backward(&m, pe, params, grads, layer, (float)(A / D), dout);
+            gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
+            if (L > i) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));
+        }
+    }
+    grads[pe->off[SLOT_C] + layer] += (float)(gc * c);
+    grads[pe->off[SLOT_L] + layer] += (float)(gl * L);
+    memset(st->grad, 0, sizeof(float) * H * TT);
+}
+
+const pe_ops pe_fire_ops = {
+    .name = "fire",
+    .summary = "a learned MLP of the log distance over the log query position, per layer; causal only (Li et al. 2023)",
+    .check = fire_check,
+    .init = fire_init,
+    .free = fire_free,
+    .layer_begin = fire_layer_begin,
+    .table_floats = fire_table_floats,
+    .layer_end = fire_layer_end,
+    .score_forward = fire_score_forward,
+    .score_backward = fire_score_backward,
+};
