@@ -71,6 +71,7 @@ def read_checkpoint(path):
     cfg["sandwich_dim"] = int(opts.get("sandwich-dim", 128))
     cfg["xpos_scale_base"] = opts.get("xpos-scale-base", 512.0)
     cfg["rope_fraction"] = opts.get("rope-fraction", 1.0)
+    cfg["cope_max_pos"] = int(opts.get("cope-max-pos", 64))
     clip = opts.get("rel-clip")
     cfg["rel_clip"] = int(clip) if clip else 0  # 0: not given (shaw then uses 16, xl does not clip)
     params = np.frombuffer(raw, dtype="<f4", count=n, offset=o).copy()
@@ -96,6 +97,8 @@ def layout(cfg):
         t += [("pe_shaw_k", (L, 2 * k + 1, hs)), ("pe_shaw_v", (L, 2 * k + 1, hs))]
     if relative == "kerple":
         t += [("pe_kerple_r1", (L, H)), ("pe_kerple_r2", (L, H))]
+    if relative == "cope":
+        t.append(("pe_cope_e", (L, cfg["cope_max_pos"] + 1, hs)))
     if relative == "fire":
         W = DPB_WIDTH
         t += [("pe_fire_w1", (L, W)), ("pe_fire_b1", (L, W)), ("pe_fire_wo", (L, H, W)), ("pe_fire_bo", (L, H)),
@@ -110,7 +113,7 @@ def layout(cfg):
 # The encodings this reference implements; a new encoding of pelab's registry
 # fails the comparison with a message until its formula is added here.
 ABSOLUTE = ("sinusoidal", "learned")
-RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb", "xpos", "fire")
+RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb", "xpos", "fire", "cope")
 DPB_WIDTH = 32
 
 
@@ -250,6 +253,17 @@ def forward(cfg, P, tokens, targets, seg):
             bk = torch.tensor([[t5_bucket(a - b, not causal, cfg["t5_buckets"], cfg["t5_max_distance"])
                                 for b in range(T)] for a in range(T)])
             s = s + P["pe_t5"][bk].permute(2, 0, 1)[None]
+        if relative == "cope":
+            # gates sigmoid(q.k) on earlier keys, p_ij = sum_{t=j..i} g_it, clipped at P, interpolated
+            P_max = cfg["cope_max_pos"]
+            g = torch.sigmoid(q @ k.transpose(-1, -2)) * (j <= i)
+            p = g.flip(-1).cumsum(-1).flip(-1).clamp(max=P_max)
+            z = q @ P["pe_cope_e"][l].T  # (B, H, T, P+1)
+            lo = p.detach().floor().long()
+            hi = (lo + 1).clamp(max=P_max)
+            fr = p - lo
+            e_p = torch.gather(z, -1, lo) * (1 - fr) + torch.gather(z, -1, hi) * fr
+            s = s + e_p / math.sqrt(hs)
         if relative == "fire":
             # f(psi(i - j) / psi(max(L, i))), psi(x) = log(c x + 1); c, L = exp(parameter)
             c, thr = torch.exp(P["pe_fire_c"][l].double()), torch.exp(P["pe_fire_l"][l].double())

@@ -491,6 +491,41 @@ static int test_distance_biases(void) {
     return fails;
 }
 
+// CoPE with every gate 1 (q·k = 50, σ = 1 in float) counts p_ij = i − j + 1:
+// the bias is q·e[i − j + 1]/sqrt(hs), a function of i − j like a relative
+// encoding's.
+static int test_cope_counts(void) {
+    int fails = 0, T = 30;
+    model_config cfg;
+    test_tiny_config(&cfg, "cope", 1);
+    model_t m;
+    model_create(&m, &cfg);
+    test_randomise_weights(&m, 12);
+    int C = cfg.d_model, hs = C / cfg.heads, P = 64;
+    float *q = calloc((size_t)T * C, sizeof(float)), *k = calloc((size_t)T * C, sizeof(float));
+    float *s = calloc((size_t)T * T, sizeof(float));
+    for (int t = 0; t < T; t++)
+        for (int e = 0; e < hs; e++) q[(size_t)t * C + e] = (e % 2 ? -1.0f : 1.0f), k[(size_t)t * C + e] = (e % 2 ? -1.0f : 1.0f) * 50.0f / hs;
+    pe_t *pe = &m.pe_rel;
+    pe->chunk = T;
+    pe->ops->layer_begin(pe, m.params, 0, T);
+    pe->ops->score_forward(pe, m.params, 0, 0, q, k, C, 0, T, T, s, T);
+    const float *E = m.params + pe->off[0];  // layer 0: (P + 1, hs)
+    int bad = 0;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j <= i; j++) {
+            double want = 0;
+            for (int e = 0; e < hs; e++) want += q[e] * E[(size_t)(i - j + 1) * hs + e];
+            want /= sqrt(hs);
+            if (fabs(s[i * T + j] - want) > 1e-5) bad++;
+        }
+    EXPECT(!bad, "CoPE with gates 1: %d biases differ from q.e[i-j+1]/sqrt(hs)", bad);
+    EXPECT(P == (int)pe->opt[0], "the default --cope-max-pos is %g", pe->opt[0]);
+    free(q), free(k), free(s);
+    model_free(&m);
+    return fails;
+}
+
 // Logits of two models with the same weights on the same tokens.
 static float logits_diff(const char *pe_a, const char *opt_a, double val_a, const char *pe_b, const char *opt_b,
                          double val_b) {
@@ -748,5 +783,6 @@ const test_case prop_tests[] = {
     {"prop/learned_refuses_long_eval", test_learned_refuses_long_eval},
     {"prop/distance_biases_kerple_sandwich", test_distance_biases},
     {"prop/rope_variants_limits_prope_xpos", test_rope_variants_limits},
+    {"prop/cope_all_gates_open_counts_distance", test_cope_counts},
 };
 const int n_prop_tests = sizeof prop_tests / sizeof prop_tests[0];

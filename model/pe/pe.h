@@ -53,6 +53,8 @@ typedef struct pe_ops {
     int absolute;              // 1 for encodings that add to the input
     const char *summary;       // one line for --list-pe: the paper and the idea
     const pe_option *options;  // terminated by an entry with name NULL; may be NULL
+    int kinks;                 // only piecewise smooth in q, k (CoPE interpolates between integer
+                               // counts): the finite-difference checks tolerate a few steps across a kink
 
     // Model-shape rules beyond the option ranges; 0 with a message in err.
     int (*check)(const pe_t *pe, char *err, size_t errlen);

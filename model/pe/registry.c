@@ -9,7 +9,7 @@
 #include "pe.h"
 
 #define PE_LIST(X)                                                                                  \
-    X(none) X(sinusoidal) X(learned) X(rope) X(alibi) X(t5) X(xl) X(shaw) X(kerple) X(sandwich) X(dpb) X(xpos) X(fire)
+    X(none) X(sinusoidal) X(learned) X(rope) X(alibi) X(t5) X(xl) X(shaw) X(kerple) X(sandwich) X(dpb) X(xpos) X(fire) X(cope)
 
 #define PE_DECLARE(name) extern const pe_ops pe_##name##_ops;
 #define PE_ENTRY(name) &pe_##name##_ops,
