@@ -193,6 +193,46 @@ static void load_checkpoint(options *o, run_t *r) {
     }
 }
 
+// --init: a new model with the checkpoint's shape and encodings at the new
+// --ctx, its weights copied; the schedule, optimiser, data and seed are the
+// new run's. The evaluation-only options given that apply to fine-tuning
+// (--rope-scale) become part of the model.
+static void init_from_checkpoint(options *o, run_t *r) {
+    model_t src;
+    train_state st;
+    char err[1024];
+    int rc = ckpt_load(o->init, NULL, 0, &src, &st, 0, err, sizeof err);
+    if (rc == -2) die_usage("%s", err);
+    if (rc != 0) die_runtime("%s", err);
+    model_config cfg = src.cfg;
+    if (!options_given(o, "ctx")) o->ctx = cfg.ctx;
+    if (!cfg.base_ctx) cfg.base_ctx = cfg.ctx;
+    cfg.ctx = (int)o->ctx;
+    for (int i = 0; i < o->pe_opts.n_settings; i++) config_set(&cfg, o->pe_opts.settings[i].name, o->pe_opts.settings[i].value);
+    if (!model_config_check(&cfg, err, sizeof err) || !pe_check_settings(cfg.pe, &cfg, err, sizeof err)) {
+        model_free(&src);
+        die_usage("--init %s: %s", o->init, err);
+    }
+    model_create(&r->m, &cfg);
+    r->have_model = 1;
+    for (int k = 0; k < src.tab.n; k++)
+        if (src.tab.t[k].size != r->m.tab.t[k].size) {
+            const char *name = src.tab.t[k].name;
+            char what[32];
+            snprintf(what, sizeof what, "%s", name);
+            size_t was = src.tab.t[k].size, now = r->m.tab.t[k].size;
+            int old_ctx = src.cfg.ctx;
+            model_free(&src);
+            die_usage("--init %s: tensor %s holds %zu values at the checkpoint's ctx %d but needs %zu at --ctx %ld "
+                      "(a table with one row per position cannot change length)", o->init, what, was, old_ctx, now, o->ctx);
+        }
+    memcpy(r->m.params, src.params, sizeof(float) * src.tab.total);
+    model_free(&src);
+    const model_config *c = &r->m.cfg;
+    o->d_model = c->d_model, o->layers = c->layers, o->heads = c->heads, o->attn = c->causal ? 0 : 1;
+    o->pe = c->pe;
+}
+
 // A resumed run must train on the bytes it started on.
 static void check_same_corpus(const options *o, const run_t *r) {
     const train_state *st = &r->st;
@@ -211,11 +251,16 @@ static void check_same_corpus(const options *o, const run_t *r) {
 static void resolve_run(options *o, run_t *r) {
     int from = o->load || o->resume;
     if (from) load_checkpoint(o, r);
+    if (o->init) init_from_checkpoint(o, r);
     check_paths(o);
     int causal = o->attn == 0;
     r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
     data_open(&r->d, o->data, causal, (unsigned long long)o->seed);
-    if (!from) {
+    if (o->init) {
+        if (r->m.cfg.vocab != r->d.vocab)
+            die_usage("--init %s has a vocabulary of %d but --data %s has %d; fine-tune on data of the same kind",
+                      o->init, r->m.cfg.vocab, o->data, r->d.vocab);
+    } else if (!from) {
         model_config cfg = o->pe_opts;  // the encodings' options as given
         cfg.vocab = r->d.vocab, cfg.ctx = (int)o->ctx, cfg.d_model = (int)o->d_model;
         cfg.layers = (int)o->layers, cfg.heads = (int)o->heads, cfg.causal = causal;

@@ -19,13 +19,13 @@ const cli_option cli_options[] = {
     {"data", OPT_STRING, F(data), 0, 0, "cats", NULL, NULL, SEC_MODEL, "SPEC",
      "'cats' (built-in synthetic corpus) or a text file (bytes)", NOT_WITH_RESUME},
     {"pe", OPT_STRING, F(pe), 0, 0, "rope", NULL, NULL, SEC_MODEL, "NAME",
-     "a position encoding, or absolute+relative (see --list-pe)", NOT_WITH_LOAD|NOT_WITH_RESUME},
+     "a position encoding, or absolute+relative (see --list-pe)", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"attn", OPT_CHOICE, F(attn), 0, 0, "causal", NULL, attn_modes, SEC_MODEL, "MODE",
-     "causal (language model) or bidir (masked tokens)", NOT_WITH_LOAD|NOT_WITH_RESUME},
+     "causal (language model) or bidir (masked tokens)", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"ctx", OPT_INT, F(ctx), 1, 1 << 20, "64", NULL, NULL, SEC_MODEL, "N", "training context length", NOT_WITH_LOAD|NOT_WITH_RESUME},
-    {"d-model", OPT_INT, F(d_model), 1, 1 << 14, "64", NULL, NULL, SEC_MODEL, "N", "channels", NOT_WITH_LOAD|NOT_WITH_RESUME},
-    {"layers", OPT_INT, F(layers), 1, 256, "2", NULL, NULL, SEC_MODEL, "N", "Transformer blocks", NOT_WITH_LOAD|NOT_WITH_RESUME},
-    {"heads", OPT_INT, F(heads), 1, 1 << 14, "4", NULL, NULL, SEC_MODEL, "N", "attention heads (must divide --d-model)", NOT_WITH_LOAD|NOT_WITH_RESUME},
+    {"d-model", OPT_INT, F(d_model), 1, 1 << 14, "64", NULL, NULL, SEC_MODEL, "N", "channels", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
+    {"layers", OPT_INT, F(layers), 1, 256, "2", NULL, NULL, SEC_MODEL, "N", "Transformer blocks", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
+    {"heads", OPT_INT, F(heads), 1, 1 << 14, "4", NULL, NULL, SEC_MODEL, "N", "attention heads (must divide --d-model)", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"batch", OPT_INT, F(batch), 1, 1 << 16, "16", NULL, NULL, SEC_TRAIN, "N", "sequences per step", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"steps", OPT_INT, F(steps), 0, 1L << 40, "5000", NULL, NULL, SEC_TRAIN, "N", "optimiser steps", NOT_WITH_LOAD},
     {"lr", OPT_FLOAT, F(lr), 0, 10, "3e-3", NULL, NULL, SEC_TRAIN, "X", "peak learning rate", NOT_WITH_LOAD|NOT_WITH_RESUME},
@@ -48,6 +48,9 @@ const cli_option cli_options[] = {
     {"load", OPT_STRING, F(load), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE", "read a model for evaluation or sampling (no training)", 0},
     {"resume", OPT_STRING, F(resume), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE",
      "continue a saved run to its --steps (or a new --steps)", 0},
+    {"init", OPT_STRING, F(init), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE",
+     "start a new run from a checkpoint's weights: new schedule, optimiser, --ctx and --data (fine-tuning)",
+     NOT_WITH_LOAD | NOT_WITH_RESUME},
     {"json", OPT_STRING, F(json), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE", "write the config and results as one JSON object", 0},
     {"attn-png", OPT_STRING, F(attn_png), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE",
      "draw the attention weights on a held-out cats sentence, both orders", 0},
@@ -292,6 +295,9 @@ void options_parse(options *o, int argc, char **argv) {
     }
     if (optind < argc) die_usage("unexpected argument '%s' (options start with --)", argv[optind]);
     if (o->load && o->resume) die_usage("--load and --resume cannot be combined: --load evaluates, --resume trains on");
+    if (o->init && (o->load || o->resume))
+        die_usage("--init cannot be combined with --%s: --init starts a new run from a checkpoint's weights",
+                  o->load ? "load" : "resume");
     for (int i = 0; i < cli_option_count; i++) {
         const cli_option *c = &cli_options[i];
         if (!o->given[i]) continue;
@@ -300,9 +306,11 @@ void options_parse(options *o, int argc, char **argv) {
         if (o->resume && (c->not_with & NOT_WITH_RESUME))
             die_usage("--%s cannot be given with --resume: a resumed run keeps the checkpoint's value (start a new run to change it)",
                       c->name);
+        if (o->init && (c->not_with & NOT_WITH_INIT))
+            die_usage("--%s cannot be given with --init: the model's shape and encoding come from the checkpoint", c->name);
     }
     if (o->sample && o->attn != 0 && !o->load) die_usage("--sample needs a causal model (--attn causal)");
-    const char *from = o->load ? "--load" : o->resume ? "--resume" : NULL;
+    const char *from = o->load ? "--load" : o->resume ? "--resume" : o->init ? "--init" : NULL;
     char err[512];
     for (int i = 0; i < o->pe_opts.n_settings; i++) {
         const char *name = o->pe_opts.settings[i].name;

@@ -28,7 +28,7 @@ typedef struct {
     // evaluation and output
     int_list eval_ctx;
     long eval_tokens, save_every, sample;
-    const char *save, *load, *resume, *json, *attn_png, *prompt;
+    const char *save, *load, *resume, *init, *json, *attn_png, *prompt;
     float temperature;
     int quiet;
     // the encodings' options given, by name
@@ -50,10 +50,10 @@ typedef struct {
     const char *section;          // --help heading
     const char *metavar;          // --help: "N", "X", "FILE" …
     const char *help;
-    int not_with;                 // NOT_WITH_*: refused with --load / --resume (the file decides, or nothing trains)
+    int not_with;                 // NOT_WITH_*: refused with --load / --resume / --init (the file decides, or nothing trains)
 } cli_option;
 
-enum { NOT_WITH_LOAD = 1, NOT_WITH_RESUME = 2 };
+enum { NOT_WITH_LOAD = 1, NOT_WITH_RESUME = 2, NOT_WITH_INIT = 4 };
 
 extern const cli_option cli_options[];
 extern const int cli_option_count;

@@ -102,10 +102,12 @@ static void encode_settings(text_buf *t, const model_t *m, const train_state *st
              c->causal ? "causal" : "bidir", c->vocab, c->ctx, c->d_model, c->layers, c->heads);
     // the encodings' options that define the model (not the evaluation-only ones)
     const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
+    if (c->base_ctx > 0) text_add(t, "base_ctx=%d\n", c->base_ctx);
     for (int i = 0; i < c->n_settings; i++) {
         const pe_option *o = NULL;
         for (int k = 0; k < 2 && !o; k++) o = pe_option_find(slots[k]->ops, c->settings[i].name, NULL);
-        if (o && !o->eval_only) text_add(t, "opt.%s=%.17g\n", c->settings[i].name, c->settings[i].value);
+        if (o && (!o->eval_only || (o->tunes && c->base_ctx > 0)))
+            text_add(t, "opt.%s=%.17g\n", c->settings[i].name, c->settings[i].value);
     }
     text_add(t, "step=%" PRId64 "\nsteps=%" PRId64 "\nbatch=%d\nwarmup=%d\n", st->step, st->steps, st->batch, st->warmup);
     text_add(t, "lr=%.9g\nwd=%.9g\nclip=%.9g\nseed=%" PRIu64 "\ndata_rng=%" PRIu64 "\n", st->lr, st->wd, st->clip,
@@ -160,6 +162,14 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
         const char *key = line, *val = eq + 1;
         line = nl + 1;
         double v;
+        if (strcmp(key, "base_ctx") == 0) {  // optional: fine-tuned models only
+            if (c->base_ctx || !parse_num(val, 1, 1 << 20, &v)) {
+                snprintf(err, errlen, "bad settings value '%.40s=%.60s'", key, val);
+                return 0;
+            }
+            c->base_ctx = (int)v;
+            continue;
+        }
         if (strncmp(key, "opt.", 4) == 0) {
             if (!parse_num(val, -1e300, 1e300, &v) || config_setting(c, key + 4) || !config_set(c, key + 4, v)) {
                 snprintf(err, errlen, "bad option setting '%.40s=%.40s'", key, val);

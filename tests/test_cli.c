@@ -443,6 +443,54 @@ static int test_load_json_and_refusal(void) {
     return fails;
 }
 
+// --init: fine-tuning from a checkpoint's weights. With --steps 0 it is the
+// same model as --load; a fine-tuned model keeps its RoPE extension (--load
+// reproduces the run's own evaluation); what cannot change is refused.
+static int test_init_fine_tunes(void) {
+    int fails = 0;
+    int s = run_train(SMALL " --steps 5 --save {T}/base.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "base run: %s", err_buf);
+    s = run_train("--quiet --threads 2 --load {T}/base.ck --eval-ctx 16");
+    char want[256] = "", got[256] = "";
+    const char *l = strstr(out_buf, "eval ctx=16");
+    if (l) sscanf(l, "%255[^\n]", want);
+    s = run_train("--quiet --threads 2 --init {T}/base.ck --steps 0 --eval-ctx 16 --seed 1");
+    l = strstr(out_buf, "eval ctx=16");
+    if (l) sscanf(l, "%255[^\n]", got);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && want[0] && !strcmp(want, got),
+           "--init --steps 0 gives '%s', --load gives '%s' (%s)", got, want, err_buf);
+    s = run_train("--quiet --threads 2 --init {T}/base.ck --ctx 32 --steps 4 --rope-scale yarn --save {T}/ft.ck "
+                  "--eval-ctx 32,64");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "fine-tuning run: %s", err_buf);
+    char ran[512] = "";
+    l = strstr(out_buf, "eval ctx=32");
+    if (l) sscanf(l, "%511[^o]", ran);  // both eval lines, up to order_acc
+    s = run_train("--quiet --threads 2 --load {T}/ft.ck --eval-ctx 32,64");
+    l = strstr(out_buf, "eval ctx=32");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && ran[0] && l && !strncmp(l, ran, strlen(ran)),
+           "--load of the fine-tuned model: '%.200s', the run: '%s'", l ? l : out_buf, ran);
+    static const bad_case refused[] = {
+        {"--init {T}/base.ck --pe alibi", 2, "--pe cannot be given with --init"},
+        {"--init {T}/base.ck --d-model 32", 2, "--d-model cannot be given with --init"},
+        {"--init {T}/base.ck --rope-base 500", 2, "come from the checkpoint"},
+        {"--init {T}/base.ck --resume {T}/base.ck", 2, "--init cannot be combined"},
+        {"--init {T}/nothing.ck", 1, "nothing.ck"},
+        {"--init {T}/base.ck --data cats --ctx 8", 2, "--ctx"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char a[256];
+        snprintf(a, sizeof a, "--quiet --threads 2 --steps 2 %s", refused[i].args);
+        s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == refused[i].code && strstr(err_buf, refused[i].names),
+               "'%s': exit %d (expected %d), stderr '%s'", refused[i].args, WEXITSTATUS(s), refused[i].code, err_buf);
+    }
+    s = run_train(SMALL " --pe learned --steps 2 --save {T}/learned.ck");
+    s = run_train("--quiet --init {T}/learned.ck --ctx 32 --steps 2");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "pe_learned"),
+           "learned positions at a new ctx: exit %d, '%s'", WEXITSTATUS(s), err_buf);
+    return fails;
+}
+
 // A text file: byte-level tokens, causal and bidirectional.
 static int test_text_file(void) {
     int fails = 0;
@@ -966,5 +1014,6 @@ const test_case cli_tests[] = {
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
     {"cli/text_file", test_text_file},
+    {"cli/init_fine_tunes", test_init_fine_tunes},
 };
 const int n_cli_tests = sizeof cli_tests / sizeof cli_tests[0];

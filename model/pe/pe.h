@@ -39,7 +39,9 @@ typedef struct {
     double def;                     // default; NAN: none, the encoding decides (def_text says what)
     const char *def_text;           // --help's default when def is NAN, e.g. "1/sqrt(d-model)"
     const char *const *choices;     // CHOICE: NULL-terminated names; the value is the index
-    int eval_only;                  // set for an evaluation (with --load too), not kept with the model
+    int eval_only;                  // set for an evaluation (with --load too), not kept with the model…
+    int tunes;                      // …except when given with --init: then it applies to the fine-tuning
+                                    // too, and the fine-tuned model keeps it (cfg->base_ctx > 0)
     const char *help;
 } pe_option;
 

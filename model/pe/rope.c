@@ -8,6 +8,10 @@
 //   yarn  θ'_m = (1−γ)·θ_m/s + γ·θ_m, γ = ramp((ctx/λ_m − α)/(β − α)),
 //         λ_m = 2π/θ_m, α = 1, β = 32, logits × (0.1·ln s + 1)²  (Peng et al. 2023)
 //
+// Fine-tuning (--init, Chen et al. 2023 and Peng et al. 2023 fine-tune PI
+// and YaRN at the longer length): the extension applies in training too,
+// relative to the checkpoint's ctx, and stays with the model.
+//
 // p-RoPE (Barbero et al. 2024, "Round and Round We Go!", section 6):
 // --rope-fraction p rotates only the first round(p·hs/2) pairs, those of the
 // highest frequencies; the others keep angle 0 (no position). p = 1 is RoPE,
@@ -26,9 +30,11 @@ static const pe_option rope_options[] = {
     [ROPE_BASE] = {.name = "rope-base", .type = PE_OPT_FLOAT, .lo = 1.0001, .hi = 1e12, .def = 10000,
                    .help = "RoPE base"},
     [ROPE_SCALE] = {.name = "rope-scale", .type = PE_OPT_CHOICE, .choices = rope_scale_names, .def = ROPE_SCALE_NONE,
-                    .eval_only = 1, .help = "RoPE extension at evaluation: none, pi, ntk, yarn"},
+                    .eval_only = 1, .tunes = 1,
+                    .help = "RoPE extension at evaluation (with --init: while fine-tuning, and kept): none, pi, ntk, yarn"},
     [ROPE_FACTOR] = {.name = "rope-factor", .type = PE_OPT_FLOAT, .lo = 1, .hi = 1e6, .def = NAN,
-                     .def_text = "eval length / training ctx", .eval_only = 1, .help = "RoPE extension factor"},
+                     .def_text = "eval length / training ctx; with --init: ctx / the checkpoint's ctx", .eval_only = 1,
+                     .tunes = 1, .help = "RoPE extension factor"},
     [ROPE_FRACTION] = {.name = "rope-fraction", .type = PE_OPT_FLOAT, .lo = 0, .hi = 1, .def = 1,
                        .help = "p-RoPE: the fraction of pairs rotated, highest frequencies first"},
     {0},
@@ -78,20 +84,28 @@ static int rope_check(const pe_t *pe, char *err, size_t errlen) {
     return 1;
 }
 
-static void rope_init(pe_t *pe, param_table *tab) {
-    rope_state *st = xcalloc(1, sizeof *st);
-    st->factor = 1.0f;
-    pe->state = st;
-}
-
 // Evaluation at L uses the chosen extension, with the factor given or
 // L / ctx (1 at or below the training length); training and every other
-// evaluation (order probe, pictures, sampling) use none.
+// evaluation (order probe, pictures, sampling) use none. A fine-tuned model
+// (--init, cfg->base_ctx > 0) keeps the extension it was fine-tuned with,
+// in training and at every evaluation, with the factor given or
+// ctx / base_ctx (at least 1).
 static void rope_eval_length(pe_t *pe, int L) {
     rope_state *st = pe->state;
-    int T = pe->cfg->ctx;
+    int T = pe->cfg->ctx, base = pe->cfg->base_ctx;
+    float given = (float)pe->opt[ROPE_FACTOR];
+    if (base > 0) {
+        st->scale = (int)pe->opt[ROPE_SCALE];
+        st->factor = !isnan(given) ? given : T > base ? (float)T / base : 1.0f;
+        return;
+    }
     st->scale = L > 0 ? (int)pe->opt[ROPE_SCALE] : ROPE_SCALE_NONE;
-    st->factor = L <= 0 ? 1.0f : !isnan(pe->opt[ROPE_FACTOR]) ? (float)pe->opt[ROPE_FACTOR] : L > T ? (float)L / T : 1.0f;
+    st->factor = L <= 0 ? 1.0f : !isnan(given) ? given : L > T ? (float)L / T : 1.0f;
+}
+
+static void rope_init(pe_t *pe, param_table *tab) {
+    pe->state = xcalloc(1, sizeof(rope_state));
+    rope_eval_length(pe, 0);
 }
 
 static rope_state *rope_table(pe_t *pe, int T) {
@@ -102,7 +116,8 @@ static rope_state *rope_table(pe_t *pe, int T) {
     free(st->cs);
     st->cs = xmalloc(sizeof(float) * size_mul((size_t)T, (size_t)hs, "rope table"));
     float theta[half > 0 ? half : 1], pos_mul;
-    rope_frequencies(hs, pe->cfg->ctx, (float)pe->opt[ROPE_BASE], st->scale, factor, theta, &pos_mul, &st->mscale);
+    int ctx = pe->cfg->base_ctx > 0 ? pe->cfg->base_ctx : pe->cfg->ctx;  // the length the frequencies were made for
+    rope_frequencies(hs, ctx, (float)pe->opt[ROPE_BASE], st->scale, factor, theta, &pos_mul, &st->mscale);
     int rotated = (int)lround(pe->opt[ROPE_FRACTION] * half);  // p-RoPE: the highest frequencies
     for (int m = rotated; m < half; m++) theta[m] = 0.0f;
     rope_angles(st->cs, T, half, theta, pos_mul);
