@@ -82,6 +82,7 @@ experiments: deps
 	scripts/order.sh
 	scripts/encodings.sh
 	scripts/extrapolate.sh DATA=$(DATA)
+	scripts/finetune.sh DATA=$(DATA)
 	scripts/sweep.sh DATA=$(DATA) STEPS=2000
 
 # Every experiment script on a tiny budget, checking its outputs (CI runs it).

@@ -240,6 +240,7 @@ void options_list_pe(FILE *f) {
         const pe_ops *e = pe_registry[i];
         fprintf(f, "%-18s %-9s %s", e->name, strcmp(e->name, "none") == 0 ? "none" : e->absolute ? "absolute" : "relative",
                 e->summary ? e->summary : "");
+        if (e->causal_only) fprintf(f, "; causal only");
         for (int k = 0; e->options && e->options[k].name; k++) {
             const pe_option *p = &e->options[k];
             fprintf(f, "%s --%s", k ? "," : ";", p->name);

@@ -10,7 +10,7 @@
 #include "canvas.h"
 #include "../core/common.h"
 
-#define MAX_SERIES 24
+#define MAX_SERIES 48
 #define MAX_POINTS 4096
 
 typedef struct {
@@ -23,7 +23,8 @@ typedef struct {
 
 static const rgb palette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44}, {214, 39, 40}, {148, 103, 189},
                               {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},
-                              {0, 0, 0},      {120, 60, 0}};
+                              {0, 0, 0},      {120, 60, 0},   {174, 199, 232}, {255, 187, 120}, {152, 223, 138},
+                              {255, 152, 150}, {197, 176, 213}, {196, 156, 148}, {247, 182, 210}, {219, 219, 141}};
 
 static int parse_number(const char *s, double *v) {
     char *end;
@@ -76,7 +77,7 @@ static int read_series(const char *path, series *s, int *ns, int logx, int logy,
         if (k == *ns) {
             if (*ns == MAX_SERIES) {
                 fclose(f);
-                return fail(err, errlen, "%s:%d: more than 24 series ('%s')", path, lineno, line);
+                return fail(err, errlen, "%s:%d: more than 48 series ('%s')", path, lineno, line);  // MAX_SERIES
             }
             snprintf(s[k].name, sizeof s[k].name, "%.47s", line);
             s[k].n = 0;

@@ -15,13 +15,17 @@ expect() {  # expect FILE MIN_LINES
 }
 n_pe=$(make -s train >/dev/null && ./train --list-pe | awk '$2 != "composite"' | wc -l)
 n_all=$(./train --list-pe | wc -l)
+n_causal_only=$(./train --list-pe | grep -c '; causal only')
+n_runs=$((n_pe * 2 - n_causal_only))  # encoding and mode pairs of the order experiment
 QUICK=1 OUT="$out" scripts/order.sh > "$out/order.log"
-expect "$out/order.csv" $((n_pe * 2 * 2 + 1)); expect "$out/order.md" $((n_pe * 2 + 8)); expect "$out/order.png" 1
-expect "$out/order_curve.csv" $((n_pe * 2 * 2 * 3 + 1)); expect "$out/attn_rope_causal.png" 1
+expect "$out/order.csv" $((n_runs * 2 + 1)); expect "$out/order.md" $((n_runs + 8)); expect "$out/order.png" 1
+expect "$out/order_curve.csv" $((n_runs * 2 * 3 + 1)); expect "$out/attn_rope_causal.png" 1
 QUICK=1 OUT="$out" scripts/encodings.sh > "$out/encodings.log"
 expect "$out/encodings.csv" $((n_all * 2 + 1)); expect "$out/encodings.md" $((n_all + 5))
 QUICK=1 OUT="$out" scripts/extrapolate.sh > "$out/extrapolate.log"
 expect "$out/extrapolation.csv" $((n_pe * 2 * 5 + 1)); expect "$out/extrapolation.md" $((n_pe + 6)); expect "$out/extrapolation.png" 1
+QUICK=1 OUT="$out" scripts/finetune.sh > "$out/finetune.log"
+expect "$out/finetune.csv" $((8 * 2 * 5 + 1)); expect "$out/finetune.md" 14; expect "$out/finetune.png" 1
 QUICK=1 OUT="$out" scripts/sweep.sh > "$out/sweep.log"
 expect "$out/sweep.csv" 17; expect "$out/sweep.md" 14; expect "$out/sweep.png" 1
 if grep -l "nan\|inf" "$out"/*.csv; then echo "!! a CSV holds nan or inf"; fail=1; fi

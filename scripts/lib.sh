@@ -25,6 +25,10 @@ ARGS=${ARGS:-}
 if [ "$QUICK" = 1 ]; then SEEDS=${QUICK_SEEDS:-"1 2"}; fi
 mkdir -p "$OUT"
 make -s train pelab-plot
+# encodings that refuse bidirectional attention (--list-pe marks them)
+CAUSAL_ONLY=" $(./train --list-pe | awk '/; causal only/ { printf "%s ", $1 }')"
+# mode_allowed PE MODE: 1 unless PE is causal only and MODE is bidir
+mode_allowed() { [ "$2" != bidir ] || [[ "$CAUSAL_ONLY" != *" $1 "* ]]; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n_seeds=$(echo $SEEDS | wc -w)
@@ -55,4 +59,46 @@ run_all() {
 # json_value FILE KEY: the first number after "KEY": in a --json file.
 json_value() {
   awk -v key="\"$2\": " '{ i = index($0, key); if (i) { s = substr($0, i + length(key)); match(s, /^-?[0-9.eE+-]+/); print substr(s, 1, RLENGTH) } }' "$1"
+}
+
+# length_csv CSV JOBFILE…: "pe,seed,ctx,loss,ppl" rows from the eval lines of
+# every run the job files list (IDs "NAME@SEED"; a "(x)" in NAME becomes " (x)").
+length_csv() {
+  local csv=$1
+  shift
+  echo "pe,seed,ctx,loss,ppl" > "$csv"
+  cat "$@" | while read -r id _; do
+    local pe=${id%@*} seed=${id##*@}
+    sed -n 's/^eval ctx=\([0-9]*\) loss=\([0-9.]*\) ppl=\([0-9.]*\)$/\1,\2,\3/p; s/^eval ctx=\([0-9]*\) refused$/\1,,/p' "$tmp/$id.out" |
+      sed "s/^/$pe,$seed,/" | sed 's/(\([a-z]*\))/ (\1)/'
+  done >> "$csv"
+}
+
+# length_plot CSV PNG TITLE: perplexity against length per pe, mean and band
+# (lowest to highest seed), log axes.
+length_plot() {
+  awk -F, 'NR > 1 && $5 != "" { k = $1 "," $3; if (!(k in n)) order[++nk] = k; n[k]++; s[k] += $5
+                                if (!(k in lo) || $5 < lo[k]) lo[k] = $5; if (!(k in hi) || $5 > hi[k]) hi[k] = $5 }
+           END { for (i = 1; i <= nk; i++) { k = order[i]; printf "%s,%.4f,%.4f,%.4f\n", k, s[k] / n[k], lo[k], hi[k] } }' "$1" > "$tmp/plot.csv"
+  ./pelab-plot --out "$2" --logx --logy --xlabel "evaluation length (tokens)" --ylabel "perplexity (mean; band: all seeds)" \
+         --title "$3" "$tmp/plot.csv"
+}
+
+# length_table CSV LENGTHS: a Markdown table, one row per pe, one column per
+# length (comma-separated): mean ± 95% interval over seeds; — = refused.
+length_table() {
+  awk -F, -v lengths="$2" -f scripts/stats.awk -f /dev/stdin "$1" <<'AWK'
+BEGIN { nl = split(lengths, Ls, ",")
+        printf "| pe |"; for (i = 1; i <= nl; i++) printf " %s |", Ls[i]; printf "\n|---|"; for (i = 1; i <= nl; i++) printf "---|"; printf "\n" }
+NR > 1 { if (!($1 in seen)) { seen[$1] = 1; order[++np] = $1 }
+         k = $1 "," $3; if ($5 == "") refused[k] = 1; else { n[k]++; v[k, n[k]] = $5 } }
+END { for (p = 1; p <= np; p++) {
+        printf "| %s |", order[p]
+        for (i = 1; i <= nl; i++) {
+          k = order[p] "," Ls[i]
+          if (n[k]) { delete x; for (j = 1; j <= n[k]; j++) x[j] = v[k, j]; printf " %s |", mean_ci(x, n[k], "%.2f") }
+          else printf " %s |", (k in refused ? "—" : "")
+        }
+        printf "\n" } }
+AWK
 }

@@ -30,6 +30,7 @@ first_seed=${SEEDS%% *}
 jobs_file="$tmp/jobs"
 for pe in $ENCODINGS; do
   for mode in $MODES; do
+    mode_allowed "$pe" "$mode" || continue
     for seed in $SEEDS; do
       png=""
       if [ "$seed" = "$first_seed" ] && [[ " $PICTURES " == *" $pe "* ]]; then png="--attn-png $OUT/attn_${pe}_${mode}.png"; fi

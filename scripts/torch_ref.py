@@ -67,7 +67,7 @@ def read_checkpoint(path):
     cfg["rope_base"] = opts.get("rope-base", 10000.0)
     cfg["t5_buckets"] = int(opts.get("t5-buckets", 32))
     cfg["t5_max_distance"] = int(opts.get("t5-max-distance", 128))
-    cfg["kerple_kind"] = opts.get("kerple-kind", "log")
+    cfg["kerple_kind"] = "power" if opts.get("kerple-kind", 0) in (1, 1.0, "power") else "log"  # a choice's index
     cfg["sandwich_dim"] = int(opts.get("sandwich-dim", 128))
     cfg["xpos_scale_base"] = opts.get("xpos-scale-base", 512.0)
     cfg["rope_fraction"] = opts.get("rope-fraction", 1.0)

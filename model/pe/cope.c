@@ -37,12 +37,6 @@ typedef struct {
 static int cope_P(const pe_t *pe) { return (int)pe->opt[COPE_MAX_POS]; }
 static int cope_hs(const pe_t *pe) { return pe->cfg->d_model / pe->cfg->heads; }
 
-static int cope_check(const pe_t *pe, char *err, size_t errlen) {
-    if (pe->cfg->causal) return 1;
-    snprintf(err, errlen, "cope is causal only (it counts the keys from j up to the query); use --attn causal");
-    return 0;
-}
-
 static void cope_init(pe_t *pe, param_table *tab) {
     size_t rows = (size_t)cope_P(pe) + 1;
     pe->tensor[0] = param_add(tab, "pe_cope_e", size_mul((size_t)pe->cfg->layers * rows, (size_t)cope_hs(pe), "CoPE table"),
@@ -171,10 +165,10 @@ static void cope_layer_end(pe_t *pe, const float *params, float *grads, int laye
 
 const pe_ops pe_cope_ops = {
     .name = "cope",
-    .summary = "positions counted by learned gates sigma(q.k), interpolated embeddings; causal only (Golovneva et al. 2024)",
+    .summary = "positions counted by learned gates sigma(q.k), interpolated embeddings (Golovneva et al. 2024)",
     .options = cope_options,
     .kinks = 1,
-    .check = cope_check,
+    .causal_only = 1,
     .init = cope_init,
     .free = cope_free,
     .layer_begin = cope_layer_begin,

@@ -25,12 +25,6 @@ typedef struct {
 
 static pe_mlp fire_shape(const pe_t *pe) { return (pe_mlp){.slot = 0, .depth = 1, .out = pe->cfg->heads}; }
 
-static int fire_check(const pe_t *pe, char *err, size_t errlen) {
-    if (pe->cfg->causal) return 1;
-    snprintf(err, errlen, "fire is causal only (its input is the distance to an earlier key); use --attn causal");
-    return 0;
-}
-
 static void fire_init(pe_t *pe, param_table *tab) {
     pe_mlp m = fire_shape(pe);
     int L = pe->cfg->layers;
@@ -130,8 +124,8 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
 
 const pe_ops pe_fire_ops = {
     .name = "fire",
-    .summary = "a learned MLP of the log distance over the log query position, per layer; causal only (Li et al. 2023)",
-    .check = fire_check,
+    .summary = "a learned MLP of the log distance over the log query position, per layer (Li et al. 2023)",
+    .causal_only = 1,
     .init = fire_init,
     .free = fire_free,
     .layer_begin = fire_layer_begin,

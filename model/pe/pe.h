@@ -55,6 +55,7 @@ typedef struct pe_ops {
     int absolute;              // 1 for encodings that add to the input
     const char *summary;       // one line for --list-pe: the paper and the idea
     const pe_option *options;  // terminated by an entry with name NULL; may be NULL
+    int causal_only;           // refuses bidirectional attention (pe_resolve says so; --list-pe shows it)
     int kinks;                 // only piecewise smooth in q, k (CoPE interpolates between integer
                                // counts): the finite-difference checks tolerate a few steps across a kink
 

@@ -180,5 +180,9 @@ int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, 
         }
         pe->opt[k] = v;
     }
+    if (ops->causal_only && !cfg->causal) {
+        snprintf(err, errlen, "--pe %s is causal only (see --list-pe); use --attn causal", ops->name);
+        return 0;
+    }
     return !ops->check || ops->check(pe, err, errlen);
 }

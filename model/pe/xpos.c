@@ -33,10 +33,6 @@ static int xpos_check(const pe_t *pe, char *err, size_t errlen) {
                  c->d_model / c->heads);
         return 0;
     }
-    if (!c->causal) {
-        snprintf(err, errlen, "xpos is causal only (its scale grows for keys after the query); use --attn causal");
-        return 0;
-    }
     return 1;
 }
 
@@ -86,9 +82,10 @@ static void xpos_qk_backward(pe_t *pe, float *dqkv, int B, int T) { xpos_qk(pe, 
 
 const pe_ops pe_xpos_ops = {
     .name = "xpos",
-    .summary = "RoPE with an exponential decay of the scores with distance; causal only (Sun et al. 2022)",
+    .summary = "RoPE with an exponential decay of the scores with distance (Sun et al. 2022)",
     .options = xpos_options,
     .check = xpos_check,
+    .causal_only = 1,  // the scale grows for keys after the query
     .init = xpos_init,
     .free = xpos_free,
     .table_floats = xpos_table_floats,
