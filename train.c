@@ -172,7 +172,7 @@ static void load_checkpoint(options *o, run_t *r) {
     if (rc != 0) die_runtime("%s", err);
     r->have_model = 1;
     const model_config *c = &r->m.cfg;
-    o->ctx = c->ctx, o->d_model = c->d_model, o->layers = c->layers, o->heads = c->heads;
+    o->ctx = c->ctx, o->d_model = c->d_model, o->layers = c->layers, o->heads = c->heads, o->rand_pos = c->rand_pos;
     o->attn = c->causal ? 0 : 1;
     o->pe = c->pe;
     if (o->resume) {
@@ -230,6 +230,7 @@ static void init_from_checkpoint(options *o, run_t *r) {
     model_free(&src);
     const model_config *c = &r->m.cfg;
     o->d_model = c->d_model, o->layers = c->layers, o->heads = c->heads, o->attn = c->causal ? 0 : 1;
+    o->rand_pos = c->rand_pos;
     o->pe = c->pe;
 }
 
@@ -263,7 +264,7 @@ static void resolve_run(options *o, run_t *r) {
     } else if (!from) {
         model_config cfg = o->pe_opts;  // the encodings' options as given
         cfg.vocab = r->d.vocab, cfg.ctx = (int)o->ctx, cfg.d_model = (int)o->d_model;
-        cfg.layers = (int)o->layers, cfg.heads = (int)o->heads, cfg.causal = causal;
+        cfg.layers = (int)o->layers, cfg.heads = (int)o->heads, cfg.causal = causal, cfg.rand_pos = (int)o->rand_pos;
         if (strlen(o->pe) >= sizeof cfg.pe) die_usage("--pe '%.40s…': unknown encoding (see --list-pe)", o->pe);
         snprintf(cfg.pe, sizeof cfg.pe, "%s", o->pe);
         model_create(&r->m, &cfg);
@@ -361,6 +362,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
     double t0 = now_seconds();
     for (long step = r->start_step; step < end_step; step++) {
         data_next_batch(&r->d, B, T, r->tok, r->tgt, r->seg);
+        model_draw_positions(m, &r->a, (unsigned long long)o->seed, (unsigned long long)step + 1);  // --rand-pos
         double loss = model_forward(m, &r->a, r->tok, r->tgt, r->seg);
         if (step + 1 == nan_at) loss = NAN;
         if (!isfinite(loss))

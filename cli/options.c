@@ -26,6 +26,9 @@ const cli_option cli_options[] = {
     {"d-model", OPT_INT, F(d_model), 1, 1 << 14, "64", NULL, NULL, SEC_MODEL, "N", "channels", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"layers", OPT_INT, F(layers), 1, 256, "2", NULL, NULL, SEC_MODEL, "N", "Transformer blocks", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"heads", OPT_INT, F(heads), 1, 1 << 14, "4", NULL, NULL, SEC_MODEL, "N", "attention heads (must divide --d-model)", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
+    {"rand-pos", OPT_INT, F(rand_pos), 0, 1 << 20, "0", NULL, NULL, SEC_MODEL, "MAX",
+     "randomized positions (Ruoss et al. 2023): each sequence's positions are a sorted random subset of [0, MAX), "
+     "in training and evaluation (0: off)", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"batch", OPT_INT, F(batch), 1, 1 << 16, "16", NULL, NULL, SEC_TRAIN, "N", "sequences per step", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"steps", OPT_INT, F(steps), 0, 1L << 40, "5000", NULL, NULL, SEC_TRAIN, "N", "optimiser steps", NOT_WITH_LOAD},
     {"lr", OPT_FLOAT, F(lr), 0, 10, "3e-3", NULL, NULL, SEC_TRAIN, "X", "peak learning rate", NOT_WITH_LOAD|NOT_WITH_RESUME},

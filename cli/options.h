@@ -21,7 +21,7 @@ typedef struct {
     // data and model
     const char *data, *pe;
     int attn;  // index into "causal", "bidir"
-    long ctx, d_model, layers, heads;
+    long ctx, d_model, layers, heads, rand_pos;
     // training
     long batch, steps, warmup, threads, log_every, stop_at, seed, eval_every;
     float lr, wd, clip;

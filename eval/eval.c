@@ -1,6 +1,11 @@
 // eval.c — see eval.h.
 #include "eval.h"
 
+// --rand-pos models see random positions at evaluation too (Ruoss et al.
+// 2023 evaluate that way): drawn from this fixed stream, so that every
+// evaluation of a model scores the same windows with the same positions.
+#define EVAL_POSITIONS_SEED 0x5EEDE7A1ULL
+
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +49,7 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
         }
         size_t n = 0;
         for (size_t i = 0; i < BT; i++) n += tgt[i] >= 0;
+        model_draw_positions(m, &a, EVAL_POSITIONS_SEED, w0 + 1);  // --rand-pos: as in training, drawn per window
         double loss = model_forward(m, &a, tok, tgt, seg);
         sum += loss * (double)n;
         count += n;
@@ -79,6 +85,7 @@ void eval_probe_predictions(model_t *m, const data_t *d, const cats_example *pro
             }
             if (!d->causal) tok[b * T + ex->answer_pos] = d->mask_token;
         }
+        model_draw_positions(m, &a, EVAL_POSITIONS_SEED, (unsigned long long)i0 + 1);
         model_forward(m, &a, tok, NULL, seg);
         for (int b = 0; b < B && i0 + b < n; b++) {
             const cats_example *ex = &probe[i0 + b];

@@ -32,6 +32,7 @@ static void draw_sentence(canvas *cv, model_t *m, const data_t *d, const cats_ex
     memset(seg, 0, sizeof seg);
     model_acts a;
     model_acts_alloc(&a, m, 1, T, 1);
+    model_draw_positions(m, &a, 0x5EEDE7A1ULL, 0);  // --rand-pos: one draw for the picture
     model_forward(m, &a, tok, NULL, seg);
     int L = m->cfg.layers, H = m->cfg.heads, panel = T * CELL;
     int gap = 24, head_h = canvas_text_height(FONT) + 8;

@@ -84,6 +84,7 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
             const float *Q = qkv + (size_t)b * T * ld + h * hs;  // (T, hs), row stride ld
             const float *K = Q + C, *V = Q + 2 * C;
             const int *seg_b = d->seg ? d->seg + (size_t)b * T : NULL;
+            const int *pos_b = d->pos ? d->pos + (size_t)b * T : NULL;
             for (int i0 = 0; i0 < T; i0 += d->chunk) {
                 int nq = T - i0 < d->chunk ? T - i0 : d->chunk;
                 int nk = d->causal ? i0 + nq : T;
@@ -92,13 +93,13 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                             Q + (size_t)i0 * ld, ld, K, ld, 0.0f, S, T);
                 if (rel && rel->ops->score_forward)
                     rel->ops->score_forward(rel, d->params, d->layer, h, Q + (size_t)i0 * ld, K, ld,
-                                            i0, nq, nk, S, T);
+                                            i0, nq, nk, S, T, pos_b);
                 for (int r = 0; r < nq; r++) softmax_row(S + (size_t)r * T, d, seg_b, i0 + r, nk, att ? T : nk);
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,
                             S, T, V, ld, 0.0f, Y, C);
                 if (rel && rel->ops->value_forward)
-                    rel->ops->value_forward(rel, d->params, d->layer, h, S, T, i0, nq, nk, Y, C);
+                    rel->ops->value_forward(rel, d->params, d->layer, h, S, T, i0, nq, nk, Y, C, pos_b);
             }
         }
     }
@@ -117,6 +118,7 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
             const float *K = Q + C, *V = Q + 2 * C;
             float *dQ = dqkv + (size_t)b * T * ld + h * hs;
             float *dK = dQ + C, *dV = dQ + 2 * C;
+            const int *pos_b = d->pos ? d->pos + (size_t)b * T : NULL;
             for (int i0 = 0; i0 < T; i0 += d->chunk) {
                 int nq = T - i0 < d->chunk ? T - i0 : d->chunk;
                 int nk = d->causal ? i0 + nq : T;
@@ -127,7 +129,7 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                             dY, C, V, ld, 0.0f, dP, T);
                 if (rel && rel->ops->value_backward)
                     rel->ops->value_backward(rel, d->params, grads, d->layer, h, P, T, i0, nq, nk,
-                                             dY, C, dP, T);
+                                             dY, C, dP, T, pos_b);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f,
                             P, T, dY, C, 1.0f, dV, ld);
                 // forward: P = softmax(S) per row → dS = P ⊙ (dP − Σ_j dP P)
@@ -143,7 +145,7 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                 // forward: S = Q Kᵀ · scale + bias
                 if (rel && rel->ops->score_backward)
                     rel->ops->score_backward(rel, d->params, grads, d->layer, h, Q + (size_t)i0 * ld, K,
-                                             ld, dQ + (size_t)i0 * ld, dK, i0, nq, nk, dP, T);
+                                             ld, dQ + (size_t)i0 * ld, dK, i0, nq, nk, dP, T, pos_b);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, scale,
                             dP, T, K, ld, 1.0f, dQ + (size_t)i0 * ld, ld);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, scale,

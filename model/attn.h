@@ -19,6 +19,7 @@ typedef struct {
     const float *params;
     int layer;
     int chunk;         // query rows per block
+    const int *pos;    // (B, T) positions for the encoding, or NULL: 0..T-1 (--rand-pos)
 } attn_dims;
 
 // Floats of per-thread scratch attention needs for a context of T in blocks

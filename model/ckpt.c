@@ -103,6 +103,7 @@ static void encode_settings(text_buf *t, const model_t *m, const train_state *st
     // the encodings' options that define the model (not the evaluation-only ones)
     const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
     if (c->base_ctx > 0) text_add(t, "base_ctx=%d\n", c->base_ctx);
+    if (c->rand_pos > 0) text_add(t, "rand_pos=%d\n", c->rand_pos);
     for (int i = 0; i < c->n_settings; i++) {
         const pe_option *o = NULL;
         for (int k = 0; k < 2 && !o; k++) o = pe_option_find(slots[k]->ops, c->settings[i].name, NULL);
@@ -162,12 +163,13 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
         const char *key = line, *val = eq + 1;
         line = nl + 1;
         double v;
-        if (strcmp(key, "base_ctx") == 0) {  // optional: fine-tuned models only
-            if (c->base_ctx || !parse_num(val, 1, 1 << 20, &v)) {
+        if (strcmp(key, "base_ctx") == 0 || strcmp(key, "rand_pos") == 0) {  // optional: fine-tuned, --rand-pos models
+            int *field = key[0] == 'b' ? &c->base_ctx : &c->rand_pos;
+            if (*field || !parse_num(val, 1, 1 << 20, &v)) {
                 snprintf(err, errlen, "bad settings value '%.40s=%.60s'", key, val);
                 return 0;
             }
-            c->base_ctx = (int)v;
+            *field = (int)v;
             continue;
         }
         if (strncmp(key, "opt.", 4) == 0) {

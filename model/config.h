@@ -18,6 +18,7 @@ typedef struct model_config {
     int vocab, ctx, d_model, layers, heads;
     int causal;  // 1 causal, 0 bidirectional
     int base_ctx;  // a fine-tuned model (--init): the ctx its weights were first trained at; 0 otherwise
+    int rand_pos;  // --rand-pos MAX: positions are a sorted random subset of [0, MAX); 0 = off
     char pe[32];  // as given on the command line, e.g. "learned+rope"
     int n_settings;
     pe_setting settings[PE_MAX_SETTINGS];

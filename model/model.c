@@ -35,6 +35,22 @@ int model_config_check(const model_config *c, char *err, size_t errlen) {
         pe_t pe;
         if (ops[i] && !pe_resolve(&pe, ops[i], c, err, errlen)) return 0;
     }
+    if (c->rand_pos) {
+        if (c->rand_pos < c->ctx || c->rand_pos > 1 << 20) {
+            snprintf(err, errlen, "--rand-pos %d: must be at least --ctx %d (and at most 1048576)", c->rand_pos, c->ctx);
+            return 0;
+        }
+        if (!ops[0] && !ops[1]) {
+            snprintf(err, errlen, "--rand-pos with --pe %s: the encoding reads no positions", c->pe);
+            return 0;
+        }
+        for (int i = 0; i < 2; i++)
+            if (ops[i] && !ops[i]->reads_positions) {
+                snprintf(err, errlen, "--rand-pos is not supported by --pe %s yet (it is by %s)", ops[i]->name,
+                         "sinusoidal, learned, rope, xpos, alibi, t5, kerple, sandwich, dpb");
+                return 0;
+            }
+    }
     return 1;
 }
 
@@ -115,7 +131,7 @@ void model_init_weights(model_t *m, unsigned long long seed) {
 size_t model_num_params(const model_t *m) { return m->tab.total; }
 
 int model_max_eval_ctx(const model_t *m) {
-    int most = INT_MAX;
+    int most = m->cfg.rand_pos > 0 ? m->cfg.rand_pos : INT_MAX;  // positions are drawn from [0, rand_pos)
     const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
     for (int i = 0; i < 2; i++)
         if (slots[i]->ops && slots[i]->ops->max_eval_ctx) {
@@ -236,7 +252,23 @@ void model_acts_free(model_acts *a) {
     acts_buffer buf[ACTS_MAX_BUFFERS];
     int n = acts_layout(a, NULL, a->B, a->T, a->training, buf);
     for (int i = 0; i < n; i++) free(*buf[i].slot);
+    free(a->pos);
     memset(a, 0, sizeof *a);
+}
+
+void model_draw_positions(const model_t *m, model_acts *a, unsigned long long seed, unsigned long long key) {
+    int MAX = m->cfg.rand_pos, T = a->T;
+    if (MAX <= 0) return;
+    if (T > MAX) die_runtime("internal: %d positions asked of --rand-pos %d", T, MAX);
+    if (!a->pos) a->pos = xmalloc(sizeof(int) * (size_t)a->B * T);
+    for (int b = 0; b < a->B; b++) {
+        // selection sampling (Knuth's algorithm S): each of [0, MAX) in turn is
+        // kept with probability (still needed)/(still left), so the subset comes out sorted
+        rng_t r = {seed * 0x9E3779B97F4A7C15ULL ^ (key * 0xBF58476D1CE4E5B9ULL + (unsigned long long)b + 1)};
+        int *p = a->pos + (size_t)b * T, got = 0;
+        for (int x = 0; x < MAX && got < T; x++)
+            if (rng_below(&r, (unsigned long long)(MAX - x)) < (unsigned long long)(T - got)) p[got++] = x;
+    }
 }
 
 #define PROF(op, stmt)                                                  \
@@ -267,7 +299,8 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     // x = E[tok] + P(t)
     const float *wte = P(m, wte);
     for (size_t i = 0; i < BT; i++) memcpy(a->encoded + i * C, wte + (size_t)tokens[i] * C, sizeof(float) * C);
-    if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T));
+    if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T, a->pos));
+    int span = a->pos ? c->rand_pos : T;  // the positions the encodings' tables must cover
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
     if (rel) rel->chunk = a->chunk;
     const float *x = a->encoded;
@@ -280,9 +313,9 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
         PROF(PROF_LAYERNORM, layernorm_forward(ln1, a->ln1_mean + s * BT, a->ln1_rstd + s * BT, x,
                               P(m, ln1w) + (size_t)l * C, P(m, ln1b) + (size_t)l * C, BT, C));
         PROF(PROF_MATMUL, matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C));
-        if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T));
-        if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, T));
-        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk};
+        if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T, a->pos));
+        if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, span));
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
         PROF(PROF_ATTENTION, attn_forward(atty, att, qkv, &d, a->scratch));
         // x = x + W_o · MHA(LN1(x)) + b_o
         PROF(PROF_MATMUL, matmul_forward(res2, atty, P(m, projw) + (size_t)l * C * C, P(m, projb) + (size_t)l * C, BT, C, C));
@@ -342,10 +375,10 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         PROF(PROF_MATMUL, matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
                             a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C));
         ops_zero(a->dqkv, 3 * BTC);
-        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk};
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
         PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
-        if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, T));
-        if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T));
+        if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, a->pos ? c->rand_pos : T));
+        if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T, a->pos));
         ops_zero(a->dln, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,
                             a->dqkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, BT, C, 3 * C));
@@ -353,7 +386,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
                                P(m, ln1w) + (size_t)l * C, a->ln1_mean + (size_t)l * BT, a->ln1_rstd + (size_t)l * BT, BT, C));
     }
     // x = E[tok] + P(t)
-    if (m->pe_abs.ops && m->pe_abs.ops->input_backward) PROF(PROF_ENCODING, m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T));
+    if (m->pe_abs.ops && m->pe_abs.ops->input_backward) PROF(PROF_ENCODING, m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T, a->pos));
     float *dwte = G(m, wte);
     for (size_t i = 0; i < BT; i++) {
         float *g = dwte + (size_t)tokens[i] * C;

@@ -32,6 +32,7 @@ typedef struct {
     float *lnf, *lnf_mean, *lnf_rstd;     // (B, T, C), (B, T)
     float *logits, *probs;                // (B, T, V)
     float *scratch;                       // per-thread attention scratch
+    int *pos;                             // (B, T) the positions the encodings see (--rand-pos), or NULL: 0..T-1
     // gradients, training only
     float *dres, *dln, *datty, *dfch, *dfch_gelu, *dqkv, *dlogits;
 } model_acts;
@@ -83,6 +84,11 @@ void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int trainin
 // later by the OOM killer.
 int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err, size_t cap);
 void model_acts_free(model_acts *a);
+// --rand-pos (Ruoss et al. 2023): gives each of the B sequences of a its own
+// sorted random subset of [0, cfg.rand_pos) as positions, drawn from a
+// stream keyed by (seed, key) so that a run, its resumption and its
+// evaluation draw the same ones; nothing when the model has no --rand-pos.
+void model_draw_positions(const model_t *m, model_acts *a, unsigned long long seed, unsigned long long key);
 
 // tokens (B, T) in [0, V); targets (B, T) in [-1, V), -1 = no loss; seg
 // (B, T) or NULL. Returns the mean loss over targets (0 when targets NULL).

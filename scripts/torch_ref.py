@@ -230,9 +230,9 @@ def forward(cfg, P, tokens, targets, seg):
         if relative == "rope":
             q, k = rope(q, cfg["rope_base"], pos, cfg["rope_fraction"]), rope(k, cfg["rope_base"], pos, cfg["rope_fraction"])
         if relative == "xpos":
-            # q scaled by zeta^(n/gamma), k by zeta^(-n/gamma), n from T//2
+            # q scaled by zeta^(n/gamma), k by zeta^(-n/gamma), n from ctx//2
             zeta = (2 * torch.arange(hs // 2, dtype=torch.float64) / hs + 0.4) / 1.4
-            e = (pos.to(torch.float64) - T // 2)[:, None] / cfg["xpos_scale_base"]
+            e = (pos.to(torch.float64) - cfg["ctx"] // 2)[:, None] / cfg["xpos_scale_base"]
             sc = torch.repeat_interleave(zeta[None, :] ** e, 2, dim=1)
             q = rope(q, 10000.0, pos) * sc.to(torch.float32)
             k = rope(k, 10000.0, pos) * (1 / sc).to(torch.float32)

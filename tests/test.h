@@ -33,6 +33,8 @@ extern int n_test_encodings;
 void test_tiny_config(model_config *c, const char *pe, int causal);
 // 0 when the encoding refuses the mode (xPos and FIRE are causal only).
 int test_mode_allowed(const char *pe, int causal);
+// 1 when every part of the encoding reads positions (--rand-pos is allowed).
+int test_reads_positions(const char *pe);
 void test_randomise_weights(model_t *m, unsigned long long seed);
 // Random tokens (B, T) in [0, V), targets with some -1, segments (bidir: 3
 // per row) — or seg all 0 when causal.

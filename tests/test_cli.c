@@ -491,6 +491,54 @@ static int test_init_fine_tunes(void) {
     return fails;
 }
 
+// The first "eval ctx=" line of out_buf into buf.
+static void first_eval_line(char *buf, size_t cap) {
+    const char *l = strstr(out_buf, "eval ctx=");
+    buf[0] = '\0';
+    if (l) snprintf(buf, cap, "%.*s", (int)strcspn(l, "\n"), l);
+}
+
+// --rand-pos: MAX = ctx (the identity is the only subset) is the plain run;
+// a run stopped and resumed draws the same positions as one that was not;
+// what cannot work is refused.
+static int test_rand_pos(void) {
+    int fails = 0;
+    char plain[256], same[256], whole[256], resumed[256];
+    int s = run_train(SMALL " --steps 6 --pe learned+alibi");
+    first_eval_line(plain, sizeof plain);
+    s = run_train(SMALL " --steps 6 --pe learned+alibi --rand-pos 16");
+    first_eval_line(same, sizeof same);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && plain[0] && !strcmp(plain, same),
+           "--rand-pos 16 at ctx 16: '%s', plain: '%s' (%s)", same, plain, err_buf);
+    s = run_train(SMALL " --steps 6 --rand-pos 64 --eval-ctx 16");
+    first_eval_line(whole, sizeof whole);
+    s = run_train(SMALL " --steps 6 --rand-pos 64 --stop-at 3 --save {T}/rp.ck");
+    s = run_train("--quiet --threads 2 --resume {T}/rp.ck --eval-ctx 16");
+    first_eval_line(resumed, sizeof resumed);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && whole[0] && !strcmp(whole, resumed),
+           "--rand-pos resumed: '%s', uninterrupted: '%s' (%s)", resumed, whole, err_buf);
+    EXPECT(strcmp(whole, plain) != 0, "--rand-pos 64 should change the run ('%s')", whole);
+    s = run_train("--quiet --threads 2 --load {T}/rp.ck --eval-ctx 16,128");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(err_buf, "ctx=128"),
+           "evaluating past --rand-pos 64 should be refused with a message: %s", err_buf);
+    static const bad_case refused[] = {
+        {"--rand-pos 8", 2, "--rand-pos 8"},
+        {"--pe xl --rand-pos 64", 2, "not supported by --pe xl"},
+        {"--pe none --rand-pos 64", 2, "reads no positions"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char a[256];
+        snprintf(a, sizeof a, SMALL " --steps 2 %s", refused[i].args);
+        s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == refused[i].code && strstr(err_buf, refused[i].names),
+               "'%s': exit %d (expected %d), stderr '%s'", refused[i].args, WEXITSTATUS(s), refused[i].code, err_buf);
+    }
+    s = run_train("--quiet --threads 2 --load {T}/rp.ck --rand-pos 64");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--rand-pos cannot be given with --load"),
+           "--rand-pos with --load: exit %d, '%s'", WEXITSTATUS(s), err_buf);
+    return fails;
+}
+
 // A text file: byte-level tokens, causal and bidirectional.
 static int test_text_file(void) {
     int fails = 0;
@@ -1015,5 +1063,6 @@ const test_case cli_tests[] = {
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
     {"cli/text_file", test_text_file},
     {"cli/init_fine_tunes", test_init_fine_tunes},
+    {"cli/rand_pos", test_rand_pos},
 };
 const int n_cli_tests = sizeof cli_tests / sizeof cli_tests[0];

@@ -187,15 +187,16 @@ typedef struct {
     float *y, *att, *qkv, *qkv_in, *dout, *scratch;
     const int *seg;
     int B, T;
+    const int *pos;  // (B, T) or NULL
 } at_ctx;
 static void at_run(at_ctx *c) {
     model_t *m = c->m;
     const model_config *cf = &m->cfg;
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
     memcpy(c->qkv, c->qkv_in, sizeof(float) * 3 * c->B * c->T * cf->d_model);
-    if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T);
-    if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, c->T);
-    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0, ATTN_CHUNK};
+    if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos);
+    if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, c->pos ? cf->rand_pos : c->T);
+    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0, ATTN_CHUNK, c->pos};
     attn_forward(c->y, c->att, c->qkv, &d, c->scratch);
 }
 static double at_loss(void *p) {
@@ -203,20 +204,24 @@ static double at_loss(void *p) {
     at_run(c);
     return dot(c->dout, c->y, (size_t)c->B * c->T * c->m->cfg.d_model);
 }
-static int attention_grad_case(const char *pe, int causal) {
+// rand_pos > 0: positions drawn as --rand-pos rand_pos draws them.
+static int attention_grad_case(const char *pe, int causal, int rand_pos) {
     model_config cfg;
     test_tiny_config(&cfg, pe, causal);
+    cfg.rand_pos = rand_pos;
     model_t m;
     model_create(&m, &cfg);
     test_randomise_weights(&m, 21);
     // T spans two ATTN_CHUNK blocks and distances past --rel-clip 3 and the
     // exact T5 buckets.
     int B = 2, T = ATTN_CHUNK + 6, C = cfg.d_model;
+    model_acts pa = {.B = B, .T = T};
+    model_draw_positions(&m, &pa, 5, 1);
     size_t BTC = (size_t)B * T * C;
     int *seg = malloc(sizeof(int) * B * T), *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     test_random_batch(B, T, cfg.vocab, causal, 3, tok, tgt, seg);
     at_ctx c = {&m, malloc(4 * BTC), malloc(4 * BTC * cfg.heads / C * T), malloc(12 * BTC), malloc(12 * BTC),
-                malloc(4 * BTC), malloc(sizeof(float) * 4 * attn_scratch_floats(T, ATTN_CHUNK)), seg, B, T};
+                malloc(4 * BTC), malloc(sizeof(float) * 4 * attn_scratch_floats(T, ATTN_CHUNK)), seg, B, T, pa.pos};
     test_fill_normal(c.qkv_in, 3 * BTC, 1.0f, 22);
     test_fill_normal(c.dout, BTC, 1.0f, 23);
     float *dqkv = calloc(3 * BTC, 4);
@@ -224,10 +229,10 @@ static int attention_grad_case(const char *pe, int causal) {
     at_loss(&c);
     model_zero_grad(&m);
     pe_t *rel = m.pe_rel.ops ? &m.pe_rel : NULL;
-    attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, ATTN_CHUNK};
+    attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, ATTN_CHUNK, pa.pos};
     attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
-    if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, T);
-    if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T);
+    if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, pa.pos ? rand_pos : T);
+    if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T, pa.pos);
     int fails = fd_compare("dqkv", c.qkv_in, dqkv, 3 * BTC, 40, at_loss, &c);
     if (rel)  // the encoding's own tensors (layer 0's slice is what layer 0 uses)
         for (int k = 0; k < m.tab.n; k++) {
@@ -236,7 +241,8 @@ static int attention_grad_case(const char *pe, int causal) {
             fails += fd_compare_eps(t->name, m.params + t->offset, m.grads + t->offset, t->size, 24, at_loss, &c, PE_EPS);
         }
     fails = kink_tolerance(pe, fails, "attention");
-    if (fails) printf("    attention with pe=%s %s\n", pe, causal ? "causal" : "bidir");
+    if (fails) printf("    attention with pe=%s %s%s\n", pe, causal ? "causal" : "bidir", rand_pos ? " --rand-pos" : "");
+    free(pa.pos);
     free(c.y), free(c.att), free(c.qkv), free(c.qkv_in), free(c.dout), free(c.scratch);
     free(dqkv), free(seg), free(tok), free(tgt);
     model_free(&m);
@@ -246,7 +252,11 @@ static int test_attention_grad(void) {
     int fails = 0;
     for (int i = 0; i < n_test_encodings; i++)
         for (int causal = 0; causal < 2; causal++)
-            if (test_mode_allowed(test_encodings[i], causal)) fails += attention_grad_case(test_encodings[i], causal);
+            if (test_mode_allowed(test_encodings[i], causal)) {
+                fails += attention_grad_case(test_encodings[i], causal, 0);
+                // random positions from [0, 3T), for the encodings that read them
+                if (test_reads_positions(test_encodings[i])) fails += attention_grad_case(test_encodings[i], causal, 3 * (ATTN_CHUNK + 6));
+            }
     return fails;
 }
 
@@ -260,9 +270,10 @@ static double model_loss(void *p) {
     model_ctx *c = p;
     return model_forward(c->m, c->a, c->tok, c->tgt, c->seg);
 }
-static int model_grad_case(const char *pe, int causal) {
+static int model_grad_case(const char *pe, int causal, int rand_pos) {
     model_config cfg;
     test_tiny_config(&cfg, pe, causal);
+    cfg.rand_pos = rand_pos;
     model_t m;
     model_create(&m, &cfg);
     test_randomise_weights(&m, 31);
@@ -271,6 +282,7 @@ static int model_grad_case(const char *pe, int causal) {
     model_acts_alloc(&a, &m, B, T, 1);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T), *seg = malloc(sizeof(int) * B * T);
     test_random_batch(B, T, cfg.vocab, causal, 4, tok, tgt, seg);
+    model_draw_positions(&m, &a, 6, 1);
     model_ctx c = {&m, &a, tok, tgt, seg};
     model_loss(&c);
     model_zero_grad(&m);
@@ -285,7 +297,7 @@ static int model_grad_case(const char *pe, int causal) {
                                 strncmp(t->name, "pe_", 3) == 0 ? PE_EPS : EPS);
     }
     fails = kink_tolerance(pe, fails, "model");
-    if (fails) printf("    model with pe=%s %s\n", pe, causal ? "causal" : "bidir");
+    if (fails) printf("    model with pe=%s %s%s\n", pe, causal ? "causal" : "bidir", rand_pos ? " --rand-pos" : "");
     free(g), free(tok), free(tgt), free(seg);
     model_acts_free(&a);
     model_free(&m);
@@ -295,7 +307,10 @@ static int test_model_grad(void) {
     int fails = 0;
     for (int i = 0; i < n_test_encodings; i++)
         for (int causal = 0; causal < 2; causal++)
-            if (test_mode_allowed(test_encodings[i], causal)) fails += model_grad_case(test_encodings[i], causal);
+            if (test_mode_allowed(test_encodings[i], causal)) {
+                fails += model_grad_case(test_encodings[i], causal, 0);
+                if (test_reads_positions(test_encodings[i])) fails += model_grad_case(test_encodings[i], causal, 3 * (ATTN_CHUNK + 6));
+            }
     return fails;
 }
 

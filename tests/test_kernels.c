@@ -186,7 +186,7 @@ static int test_attention_softmax_paths(void) {
                 int t = i % T;
                 seg[i] = kind == 1 ? t / 23 : kind == 2 ? (t % 3 == 0) + (t > 50) * 2 : 0;
             }
-            attn_dims d = {B, T, C, NH, causal, kind ? seg : NULL, NULL, NULL, 0, ATTN_CHUNK};
+            attn_dims d = {B, T, C, NH, causal, kind ? seg : NULL, NULL, NULL, 0, ATTN_CHUNK, NULL};
             attn_forward(y, NULL, qkv, &d, scratch);
             double err = 0;
             for (int b = 0; b < B; b++)

@@ -52,6 +52,14 @@ int test_mode_allowed(const char *pe, int causal) {
     return model_config_check(&c, err, sizeof err);
 }
 
+int test_reads_positions(const char *pe) {
+    model_config c;
+    char err[256];
+    test_tiny_config(&c, pe, 1);
+    c.rand_pos = 4 * c.ctx;
+    return model_config_check(&c, err, sizeof err);
+}
+
 void test_randomise_weights(model_t *m, unsigned long long seed) {
     rng_t r = {seed};
     for (int k = 0; k < m->tab.n; k++) {

@@ -306,7 +306,7 @@ static int test_rope_relative(void) {
         memcpy(qkv + (size_t)pairs[p][0] * 3 * C, q, sizeof q);
         memcpy(qkv + (size_t)pairs[p][1] * 3 * C + C, k, sizeof k);
     }
-    m.pe_rel.ops->qk_forward(&m.pe_rel, qkv, 1, T);
+    m.pe_rel.ops->qk_forward(&m.pe_rel, qkv, 1, T, NULL);
     double dots[5];
     for (int p = 0; p < 5; p++) {
         const float *qi = qkv + (size_t)pairs[p][0] * 3 * C, *kj = qkv + (size_t)pairs[p][1] * 3 * C + C;
@@ -374,7 +374,7 @@ static int test_xl_fast_equals_direct(void) {
             for (int i0 = 0; i0 < T; i0 += ATTN_CHUNK) {
                 int nq = T - i0 < ATTN_CHUNK ? T - i0 : ATTN_CHUNK;
                 pe->ops->score_forward(pe, m.params, 1, h, qkv + (size_t)i0 * ld + h * hs, qkv + C + h * hs, ld, i0, nq, T,
-                                       S + (size_t)i0 * T, T);
+                                       S + (size_t)i0 * T, T, NULL);
             }
             for (int i = 0; i < T; i++)
                 for (int j = 0; j < T; j++) {
@@ -441,7 +441,7 @@ static void bias_matrix(model_t *m, int h, int T, float *s) {
     memset(s, 0, sizeof(float) * T * T);
     pe->chunk = T;
     if (pe->ops->layer_begin) pe->ops->layer_begin(pe, m->params, 0, T);
-    pe->ops->score_forward(pe, m->params, 0, h, zero, zero, C, 0, T, T, s, T);
+    pe->ops->score_forward(pe, m->params, 0, h, zero, zero, C, 0, T, T, s, T, NULL);
     free(zero);
 }
 
@@ -509,7 +509,7 @@ static int test_cope_counts(void) {
     pe_t *pe = &m.pe_rel;
     pe->chunk = T;
     pe->ops->layer_begin(pe, m.params, 0, T);
-    pe->ops->score_forward(pe, m.params, 0, 0, q, k, C, 0, T, T, s, T);
+    pe->ops->score_forward(pe, m.params, 0, 0, q, k, C, 0, T, T, s, T, NULL);
     const float *E = m.params + pe->off[0];  // layer 0: (P + 1, hs)
     int bad = 0;
     for (int i = 0; i < T; i++)
@@ -523,6 +523,55 @@ static int test_cope_counts(void) {
     EXPECT(P == (int)pe->opt[0], "the default --cope-max-pos is %g", pe->opt[0]);
     free(q), free(k), free(s);
     model_free(&m);
+    return fails;
+}
+
+// --rand-pos: the positions reach every encoding that reads them. Explicit
+// positions 0..T-1 give bit for bit the logits of no positions (so MAX = ctx,
+// whose only subset is the identity, is the plain run); a relative
+// encoding's logits do not move when every position shifts by the same
+// amount; spread-out positions change them.
+static int test_rand_pos_positions(void) {
+    int fails = 0, T = 50;
+    for (int e = 0; e < n_test_encodings; e++) {
+        const char *pe = test_encodings[e];
+        if (!test_reads_positions(pe)) continue;
+        model_config cfg;
+        test_tiny_config(&cfg, pe, 1);
+        cfg.rand_pos = 4 * cfg.ctx;
+        model_t m;
+        model_create(&m, &cfg);
+        test_randomise_weights(&m, 13);
+        int tok[50], tgt[50], seg[50];
+        test_random_batch(1, T, cfg.vocab, 1, 14, tok, tgt, seg);
+        size_t n = (size_t)T * cfg.vocab;
+        float *ref = malloc(sizeof(float) * n), *out = malloc(sizeof(float) * n);
+        model_acts a;
+        model_acts_alloc(&a, &m, 1, T, 0);
+        model_forward(&m, &a, tok, NULL, seg);
+        memcpy(ref, a.logits, sizeof(float) * n);
+        a.pos = malloc(sizeof(int) * T);
+        for (int t = 0; t < T; t++) a.pos[t] = t;
+        model_forward(&m, &a, tok, NULL, seg);
+        float d_id = max_abs_diff(ref, a.logits, n);
+        EXPECT(d_id == 0.0f, "pe=%s: positions 0..T-1 differ from none by %g", pe, d_id);
+        for (int t = 0; t < T; t++) a.pos[t] = t + 100;
+        model_forward(&m, &a, tok, NULL, seg);
+        float d_shift = max_abs_diff(ref, a.logits, n);
+        for (int t = 0; t < T; t++) a.pos[t] = 3 * t;
+        model_forward(&m, &a, tok, NULL, seg);
+        memcpy(out, a.logits, sizeof(float) * n);
+        float d_spread = max_abs_diff(ref, out, n);
+        const pe_ops *abs, *rel;
+        char err[128];
+        pe_parse_spec(pe, &abs, &rel, err, sizeof err);
+        if (!abs) EXPECT(d_shift < 2e-4f, "pe=%s: shifting every position by 100 moves the logits by %g", pe, d_shift);
+        else EXPECT(d_shift > 1e-4f, "pe=%s: an absolute encoding should see the shift (%g)", pe, d_shift);
+        EXPECT(d_spread > 1e-4f, "pe=%s: positions 0, 3, 6, … should change the logits (%g)", pe, d_spread);
+        free(ref), free(out);
+        model_acts_free(&a);
+        model_free(&m);
+    }
     return fails;
 }
 
@@ -784,5 +833,6 @@ const test_case prop_tests[] = {
     {"prop/distance_biases_kerple_sandwich", test_distance_biases},
     {"prop/rope_variants_limits_prope_xpos", test_rope_variants_limits},
     {"prop/cope_all_gates_open_counts_distance", test_cope_counts},
+    {"prop/rand_pos_positions_reach_the_encodings", test_rand_pos_positions},
 };
 const int n_prop_tests = sizeof prop_tests / sizeof prop_tests[0];

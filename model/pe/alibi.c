@@ -34,12 +34,15 @@ static void alibi_free(pe_t *pe) {
 }
 
 static void alibi_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
-                                int ld, int i0, int nq, int nk, float *s, int lds) {
+                                int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     float m = ((const float *)pe->state)[h];
     for (int r = 0; r < nq; r++) {
         int i = i0 + r;
         float *row = s + (size_t)r * lds;
-        for (int j = 0; j < nk; j++) row[j] -= m * (float)abs(i - j);  // causal: j ≤ i, so |i−j| = i−j
+        if (pos)
+            for (int j = 0; j < nk; j++) row[j] -= m * (float)abs(pos[i] - pos[j]);
+        else
+            for (int j = 0; j < nk; j++) row[j] -= m * (float)abs(i - j);  // causal: j ≤ i, so |i−j| = i−j
     }
 }
 
@@ -48,5 +51,6 @@ const pe_ops pe_alibi_ops = {
     .summary = "a fixed linear bias -m_h |i-j| per head (Press et al. 2022)",
     .init = alibi_init,
     .free = alibi_free,
-    .score_forward = alibi_score_forward,  // a fixed bias: no backward
+    .score_forward = alibi_score_forward,
+    .reads_positions = 1,  // a fixed bias: no backward
 };

@@ -98,7 +98,7 @@ static void cope_positions(const pe_t *pe, const float *params, int layer, const
 }
 
 static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
-                               int ld, int i0, int nq, int nk, float *s, int lds) {
+                               int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     cope_bufs b = cope_head(pe, h);
     int T = ((cope_state *)pe->state)->T, P = cope_P(pe);
     float scale = 1.0f / sqrtf((float)cope_hs(pe));
@@ -117,7 +117,7 @@ static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, 
 
 static void cope_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
-                                const float *ds, int lds) {
+                                const float *ds, int lds, const int *pos) {
     cope_bufs b = cope_head(pe, h);
     int T = ((cope_state *)pe->state)->T, P = cope_P(pe), hs = cope_hs(pe);
     float scale = 1.0f / sqrtf((float)hs);

@@ -23,10 +23,12 @@ size_t distbias_floats(int H, int T);
 // b_h(n) for n from −(T−1): index with n + T − 1.
 float *distbias_row(const distbias *db, int h);
 float *distbias_grad_row(const distbias *db, int h);
-// s (nq, lds) += b_h(i − j) for query rows i0.., keys 0..nk−1.
-void distbias_add(const distbias *db, int h, int i0, int nq, int nk, float *s, int lds);
-// grad_h(i − j) += ds_ij.
-void distbias_accumulate(distbias *db, int h, int i0, int nq, int nk, const float *ds, int lds);
+// s (nq, lds) += b_h(p_i − p_j) for query rows i0.., keys 0..nk−1; p = pos,
+// or the indices themselves when pos is NULL. The table must span the
+// positions (distbias_size with T = the largest position + 1).
+void distbias_add(const distbias *db, int h, int i0, int nq, int nk, float *s, int lds, const int *pos);
+// grad_h(p_i − p_j) += ds_ij.
+void distbias_accumulate(distbias *db, int h, int i0, int nq, int nk, const float *ds, int lds, const int *pos);
 void distbias_zero_grad(distbias *db);
 void distbias_free(distbias *db);
 
@@ -35,10 +37,10 @@ void distbias_free(distbias *db);
 // collects the gradient by distance, free releases the state.
 #include "pe.h"
 void distbias_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
-                            int ld, int i0, int nq, int nk, float *s, int lds);
+                            int ld, int i0, int nq, int nk, float *s, int lds, const int *pos);
 void distbias_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
                              const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
-                             const float *ds, int lds);
+                             const float *ds, int lds, const int *pos);
 size_t distbias_table_floats(const pe_t *pe, int T);
 void distbias_free_state(pe_t *pe);
 

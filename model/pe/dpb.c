@@ -66,5 +66,6 @@ const pe_ops pe_dpb_ops = {
     .table_floats = distbias_table_floats,
     .layer_end = dpb_layer_end,
     .score_forward = distbias_score_forward,
+    .reads_positions = 1,
     .score_backward = distbias_score_backward,
 };

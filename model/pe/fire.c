@@ -78,7 +78,7 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, int T) {
 }
 
 static void fire_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
-                               int ld, int i0, int nq, int nk, float *s, int lds) {
+                               int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     const fire_state *st = pe->state;
     const float *b = st->bias + (size_t)h * st->T * st->T + (size_t)i0 * st->T;
     for (int r = 0; r < nq; r++)
@@ -87,7 +87,7 @@ static void fire_score_forward(pe_t *pe, const float *params, int layer, int h, 
 
 static void fire_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
-                                const float *ds, int lds) {
+                                const float *ds, int lds, const int *pos) {
     fire_state *st = pe->state;
     float *g = st->grad + (size_t)h * st->T * st->T + (size_t)i0 * st->T;
     for (int r = 0; r < nq; r++)

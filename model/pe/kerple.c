@@ -102,5 +102,6 @@ const pe_ops pe_kerple_ops = {
     .table_floats = distbias_table_floats,
     .layer_end = kerple_layer_end,
     .score_forward = distbias_score_forward,
+    .reads_positions = 1,
     .score_backward = distbias_score_backward,
 };

@@ -55,6 +55,7 @@ typedef struct pe_ops {
     int absolute;              // 1 for encodings that add to the input
     const char *summary;       // one line for --list-pe: the paper and the idea
     const pe_option *options;  // terminated by an entry with name NULL; may be NULL
+    int reads_positions;       // its hooks honour the positions they are given (--rand-pos is allowed)
     int causal_only;           // refuses bidirectional attention (pe_resolve says so; --list-pe shows it)
     int kinks;                 // only piecewise smooth in q, k (CoPE interpolates between integer
                                // counts): the finite-difference checks tolerate a few steps across a kink
@@ -68,15 +69,16 @@ typedef struct pe_ops {
     // Evaluation at length L is about to run (L > 0), or training resumes (L = 0).
     void (*eval_length)(pe_t *pe, int L);
 
-    // x (B, T, C) += P(t), positions 0..T-1
-    void (*input_forward)(pe_t *pe, const float *params, float *x, int B, int T);
+    // x (B, T, C) += P(pos[b, t]); pos (B, T) is NULL for positions 0..T-1
+    // (see "Positions" below)
+    void (*input_forward)(pe_t *pe, const float *params, float *x, int B, int T, const int *pos);
     // dx (B, T, C)
-    void (*input_backward)(pe_t *pe, float *grads, const float *dx, int B, int T);
+    void (*input_backward)(pe_t *pe, float *grads, const float *dx, int B, int T, const int *pos);
 
     // qkv (B, T, 3C): rotate the q and k parts in place; backward maps the
     // gradient of the rotated q, k back to the unrotated ones, in place.
-    void (*qk_forward)(pe_t *pe, float *qkv, int B, int T);
-    void (*qk_backward)(pe_t *pe, float *dqkv, int B, int T);
+    void (*qk_forward)(pe_t *pe, float *qkv, int B, int T, const int *pos);
+    void (*qk_backward)(pe_t *pe, float *dqkv, int B, int T, const int *pos);
 
     void (*layer_begin)(pe_t *pe, const float *params, int layer, int T);
     // Floats of tables and scratch the encoding allocates for a context of T
@@ -85,23 +87,24 @@ typedef struct pe_ops {
     void (*layer_end)(pe_t *pe, const float *params, float *grads, int layer, int T);
 
     // One head h of one sequence: query rows i0..i0+nq-1, keys 0..nk-1.
-    // q (nq, ld) starts at row i0; k (nk, ld); s (nq, lds) += bias.
+    // q (nq, ld) starts at row i0; k (nk, ld); s (nq, lds) += bias. pos:
+    // the sequence's T positions, NULL for 0..T-1.
     void (*score_forward)(pe_t *pe, const float *params, int layer, int h,
                           const float *q, const float *k, int ld,
-                          int i0, int nq, int nk, float *s, int lds);
+                          int i0, int nq, int nk, float *s, int lds, const int *pos);
     // ds (nq, lds): gradient of the scaled scores; adds into dq, dk (same
     // layout as q, k) and the encoding's gradients.
     void (*score_backward)(pe_t *pe, const float *params, float *grads, int layer, int h,
                            const float *q, const float *k, int ld, float *dq, float *dk,
-                           int i0, int nq, int nk, const float *ds, int lds);
+                           int i0, int nq, int nk, const float *ds, int lds, const int *pos);
     // p (nq, ldp) attention weights; y (nq, ldy) += Σ_j p_ij a(i, j)
     void (*value_forward)(pe_t *pe, const float *params, int layer, int h,
                           const float *p, int ldp, int i0, int nq, int nk,
-                          float *y, int ldy);
+                          float *y, int ldy, const int *pos);
     // dp (nq, ldp) += ∂/∂p; the encoding's gradients from dy (nq, ldy)
     void (*value_backward)(pe_t *pe, const float *params, float *grads, int layer, int h,
                            const float *p, int ldp, int i0, int nq, int nk,
-                           const float *dy, int ldy, float *dp, int lddp);
+                           const float *dy, int ldy, float *dp, int lddp, const int *pos);
 } pe_ops;
 
 struct pe {

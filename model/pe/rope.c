@@ -126,12 +126,12 @@ static rope_state *rope_table(pe_t *pe, int T) {
 }
 
 void rope_apply(float *qkv, int B, int T, int C, int NH, const float *cs, const float *sq, const float *sk,
-                float qmul, int dir) {
+                float qmul, int dir, const int *pos) {
     int hs = C / NH, half = hs / 2;
     float sgn = (float)dir;
 #pragma omp parallel for schedule(static)
     for (size_t bt = 0; bt < (size_t)B * T; bt++) {
-        size_t t = bt % T;
+        size_t t = pos ? (size_t)pos[bt] : bt % T;
         const float *c_s = cs + t * half * 2;
         float *row = qkv + bt * 3 * C;
         for (int part = 0; part < 2; part++) {  // q, then k
@@ -159,16 +159,16 @@ void rope_angles(float *cs, int T, int half, const float *theta, float pos_mul) 
         }
 }
 
-static void rope_rotate(pe_t *pe, float *qkv, int B, int T, int dir) {
-    rope_state *st = rope_table(pe, T);
-    rope_apply(qkv, B, T, pe->cfg->d_model, pe->cfg->heads, st->cs, NULL, NULL, st->mscale, dir);
+static void rope_rotate(pe_t *pe, float *qkv, int B, int T, int dir, const int *pos) {
+    rope_state *st = rope_table(pe, pos ? pe->cfg->rand_pos : T);  // a row per position that can occur
+    rope_apply(qkv, B, T, pe->cfg->d_model, pe->cfg->heads, st->cs, NULL, NULL, st->mscale, dir, pos);
 }
 
-static void rope_qk_forward(pe_t *pe, float *qkv, int B, int T) { rope_rotate(pe, qkv, B, T, 1); }
+static void rope_qk_forward(pe_t *pe, float *qkv, int B, int T, const int *pos) { rope_rotate(pe, qkv, B, T, 1, pos); }
 
-static void rope_qk_backward(pe_t *pe, float *dqkv, int B, int T) {
+static void rope_qk_backward(pe_t *pe, float *dqkv, int B, int T, const int *pos) {
     // forward: x̃ = mscale·R(tθ) x  →  dx = mscale·R(tθ)ᵀ dx̃ = mscale·R(−tθ) dx̃
-    rope_rotate(pe, dqkv, B, T, -1);
+    rope_rotate(pe, dqkv, B, T, -1, pos);
 }
 
 static void rope_free(pe_t *pe) {
@@ -188,4 +188,5 @@ const pe_ops pe_rope_ops = {
     .free = rope_free,
     .qk_forward = rope_qk_forward,
     .qk_backward = rope_qk_backward,
+    .reads_positions = 1,
 };

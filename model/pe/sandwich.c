@@ -60,5 +60,6 @@ const pe_ops pe_sandwich_ops = {
     .free = distbias_free_state,
     .layer_begin = sandwich_layer_begin,
     .table_floats = distbias_table_floats,
-    .score_forward = distbias_score_forward,  // a fixed bias: no backward
+    .score_forward = distbias_score_forward,
+    .reads_positions = 1,  // a fixed bias: no backward
 };

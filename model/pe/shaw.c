@@ -92,7 +92,7 @@ static void rel_scatter_add(float *a, const float *row, int i, int k, int nk) {
 }
 
 static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
-                               int ld, int i0, int nq, int nk, float *s, int lds) {
+                               int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
     const float *aK = params + pe->off[0] + (size_t)layer * nrel * hs;
@@ -108,7 +108,7 @@ static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, 
 
 static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
-                                const float *ds, int lds) {
+                                const float *ds, int lds, const int *pos) {
     // forward: s_ij += G[i, c(j−i)], G = Q aKᵀ / sqrt(hs)
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
@@ -139,7 +139,7 @@ static float *shaw_bucket_weights(shaw_state *st, int h, const float *p, int ldp
 }
 
 static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, const float *p, int ldp, int i0,
-                               int nq, int nk, float *y, int ldy) {
+                               int nq, int nk, float *y, int ldy, const int *pos) {
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
     const float *aV = params + pe->off[1] + (size_t)layer * nrel * hs;
@@ -148,7 +148,7 @@ static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, 
 }
 
 static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *p,
-                                int ldp, int i0, int nq, int nk, const float *dy, int ldy, float *dp, int lddp) {
+                                int ldp, int i0, int nq, int nk, const float *dy, int ldy, float *dp, int lddp, const int *pos) {
     // forward: y_i += Σ_c A[i, c] aV[c]
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;

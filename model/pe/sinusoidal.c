@@ -22,20 +22,23 @@ static int sinusoidal_check(const pe_t *pe, char *err, size_t errlen) {
     return 0;
 }
 
-static void sinusoidal_input_forward(pe_t *pe, const float *params, float *x, int B, int T) {
+static void sinusoidal_input_forward(pe_t *pe, const float *params, float *x, int B, int T, const int *pos) {
     (void)params;
     int C = pe->cfg->d_model;
     float base = (float)pe->opt[SIN_BASE];
     float amp = isnan(pe->opt[SIN_SCALE]) ? 1.0f / sqrtf((float)C) : (float)pe->opt[SIN_SCALE];
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++) {
-        for (int i = 0; i < C / 2; i++) {
-            double angle = (double)t / pow((double)base, 2.0 * i / C);
-            float s = (float)sin(angle) * amp, co = (float)cos(angle) * amp;
-            for (int b = 0; b < B; b++) {
-                float *row = x + ((size_t)b * T + t) * C;
-                row[2 * i] += s;
-                row[2 * i + 1] += co;
+        for (int b = 0; b < (pos ? B : 1); b++) {  // without positions, one row serves every sequence
+            int p = pos ? pos[(size_t)b * T + t] : t;
+            for (int i = 0; i < C / 2; i++) {
+                double angle = (double)p / pow((double)base, 2.0 * i / C);
+                float s = (float)sin(angle) * amp, co = (float)cos(angle) * amp;
+                for (int bb = pos ? b : 0; bb < (pos ? b + 1 : B); bb++) {
+                    float *row = x + ((size_t)bb * T + t) * C;
+                    row[2 * i] += s;
+                    row[2 * i + 1] += co;
+                }
             }
         }
     }
@@ -48,5 +51,6 @@ const pe_ops pe_sinusoidal_ops = {
     .options = sinusoidal_options,
     .check = sinusoidal_check,
     .input_forward = sinusoidal_input_forward,
+    .reads_positions = 1,
     // a fixed table: no input_backward
 };

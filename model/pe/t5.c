@@ -85,28 +85,35 @@ static size_t t5_table_floats(const pe_t *pe, int T) {
 }
 
 static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
-                             int ld, int i0, int nq, int nk, float *s, int lds) {
+                             int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     const t5_state *st = pe->state;
     int T = st->T;
-    const float *bias = st->bias + (size_t)h * (2 * T - 1);
+    const float *bias = st->bias + (size_t)h * (2 * T - 1) + T - 1;  // bias[n] is w[bucket(n), h]
     for (int r = 0; r < nq; r++) {
-        const float *b = bias + (i0 + r) + T - 1;  // b[−j] is w[bucket(i − j), h]
+        int i = i0 + r;
         float *row = s + (size_t)r * lds;
-        for (int j = 0; j < nk; j++) row[j] += b[-j];
+        if (pos)
+            for (int j = 0; j < nk; j++) row[j] += bias[pos[i] - pos[j]];
+        else
+            for (int j = 0; j < nk; j++) row[j] += bias[i - j];
     }
 }
 
 static void t5_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
                               const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
-                              const float *ds, int lds) {
-    // forward: s_ij += w[bucket(i − j), h]  →  dw[b, h] += Σ_{bucket(i−j) = b} ds_ij
+                              const float *ds, int lds, const int *pos) {
+    // forward: s_ij += w[bucket(p_i − p_j), h]  →  dw[b, h] += Σ_{bucket(p_i − p_j) = b} ds_ij
     const t5_state *st = pe->state;
     float *dw = grads + pe->off[0];
     int H = pe->cfg->heads, T = st->T;
+    const int *bk = st->bucket + T - 1;  // bk[n] is bucket(n)
     for (int r = 0; r < nq; r++) {
-        const int *bk = st->bucket + (i0 + r) + T - 1;
+        int i = i0 + r;
         const float *row = ds + (size_t)r * lds;
-        for (int j = 0; j < nk; j++) dw[bk[-j] * H + h] += row[j];
+        if (pos)
+            for (int j = 0; j < nk; j++) dw[bk[pos[i] - pos[j]] * H + h] += row[j];
+        else
+            for (int j = 0; j < nk; j++) dw[bk[i - j] * H + h] += row[j];
     }
 }
 
@@ -121,4 +128,5 @@ const pe_ops pe_t5_ops = {
     .table_floats = t5_table_floats,
     .score_forward = t5_score_forward,
     .score_backward = t5_score_backward,
+    .reads_positions = 1,
 };

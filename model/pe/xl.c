@@ -116,7 +116,7 @@ static float *xl_head_vec(const pe_t *pe, const float *base, int which, int laye
 }
 
 static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
-                             int ld, int i0, int nq, int nk, float *s, int lds) {
+                             int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     xl_state *st = pe->state;
     const model_config *c = pe->cfg;
     int C = c->d_model, hs = C / c->heads, T = st->T, n = 2 * T - 1;
@@ -149,7 +149,7 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, co
 
 static void xl_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
                               const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
-                              const float *ds, int lds) {
+                              const float *ds, int lds, const int *pos) {
     xl_state *st = pe->state;
     const model_config *c = pe->cfg;
     int C = c->d_model, hs = C / c->heads, T = st->T, n = 2 * T - 1;

@@ -4,8 +4,8 @@
 //   ζ_i = (2i/hs + 0.4)/1.4 for pair i,  γ = --xpos-scale-base (512),
 // so q̃_n·k̃_m carries ζ^((n−m)/γ): attention decays with distance. With keys
 // after the query the scale grows instead, so xPos is causal only. pelab
-// measures n and m from the middle of the context (T/2) — the product is
-// the same, and the factors stay within float range at long lengths.
+// measures n and m from the middle of the training context (ctx/2) — the
+// product is the same, and the factors stay within float range at long lengths.
 #include <math.h>
 #include <stdlib.h>
 
@@ -60,7 +60,7 @@ static xpos_state *xpos_table(pe_t *pe, int T) {
     double gamma = pe->opt[XPOS_SCALE_BASE];
     for (int t = 0; t < T; t++)
         for (int m = 0; m < half; m++) {
-            double zeta = (2.0 * m / hs + 0.4) / 1.4, e = (t - T / 2) / gamma;
+            double zeta = (2.0 * m / hs + 0.4) / 1.4, e = (t - pe->cfg->ctx / 2) / gamma;
             st->sq[(size_t)t * half + m] = (float)pow(zeta, e);
             st->sk[(size_t)t * half + m] = (float)pow(zeta, -e);
         }
@@ -70,15 +70,15 @@ static xpos_state *xpos_table(pe_t *pe, int T) {
 
 static size_t xpos_table_floats(const pe_t *pe, int T) { return 4 * (size_t)T * (pe->cfg->d_model / pe->cfg->heads / 2); }
 
-static void xpos_qk(pe_t *pe, float *qkv, int B, int T, int dir) {
-    xpos_state *st = xpos_table(pe, T);
-    rope_apply(qkv, B, T, pe->cfg->d_model, pe->cfg->heads, st->cs, st->sq, st->sk, 1.0f, dir);
+static void xpos_qk(pe_t *pe, float *qkv, int B, int T, int dir, const int *pos) {
+    xpos_state *st = xpos_table(pe, pos ? pe->cfg->rand_pos : T);
+    rope_apply(qkv, B, T, pe->cfg->d_model, pe->cfg->heads, st->cs, st->sq, st->sk, 1.0f, dir, pos);
 }
 
-static void xpos_qk_forward(pe_t *pe, float *qkv, int B, int T) { xpos_qk(pe, qkv, B, T, 1); }
+static void xpos_qk_forward(pe_t *pe, float *qkv, int B, int T, const int *pos) { xpos_qk(pe, qkv, B, T, 1, pos); }
 
 // forward: x̃ = D R x with D diagonal  →  dx = Rᵀ D dx̃ = D R(−θ) dx̃
-static void xpos_qk_backward(pe_t *pe, float *dqkv, int B, int T) { xpos_qk(pe, dqkv, B, T, -1); }
+static void xpos_qk_backward(pe_t *pe, float *dqkv, int B, int T, const int *pos) { xpos_qk(pe, dqkv, B, T, -1, pos); }
 
 const pe_ops pe_xpos_ops = {
     .name = "xpos",
@@ -86,6 +86,7 @@ const pe_ops pe_xpos_ops = {
     .options = xpos_options,
     .check = xpos_check,
     .causal_only = 1,  // the scale grows for keys after the query
+    .reads_positions = 1,
     .init = xpos_init,
     .free = xpos_free,
     .table_floats = xpos_table_floats,
