@@ -25,7 +25,13 @@ EVAL_EVERY=${EVAL_EVERY:-100}
 PICTURES=${PICTURES:-"none rope"}  # encodings whose attention is drawn (first seed)
 if [ "$QUICK" = 1 ]; then EVAL_EVERY=20 ARGS="$ARGS --steps 60 --eval-tokens 256"; fi
 # every encoding of the registry (not the composites)
+enc_given=${ENCODINGS:-}
 ENCODINGS=${ENCODINGS:-$(./train --list-pe | awk '$2 != "composite" { print $1 }')}
+# the settings that differ from the defaults, for the table's command line
+given="SEEDS=\"$SEEDS\""
+if [ "$THREADS" != 1 ]; then given="THREADS=$THREADS JOBS=$JOBS $given"; fi
+if [ "$MODES" != "causal bidir" ]; then given="$given MODES=\"$MODES\""; fi
+if [ -n "$enc_given" ]; then given="$given ENCODINGS=\"$enc_given\""; fi
 first_seed=${SEEDS%% *}
 jobs_file="$tmp/jobs"
 for pe in $ENCODINGS; do
@@ -72,7 +78,7 @@ steps_default=$(./train --help | sed -n 's/.*--steps N .*\[\([0-9]*\)\]/\1/p')
 {
   echo "# Order: order_acc on held-out triples, over seeds"
   echo
-  echo "Command: \`SEEDS=\"$SEEDS\"${ARGS:+ ARGS=\"$ARGS\"} scripts/order.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $JOBS runs at a time of $THREADS thread(s) each, ${elapsed}s in all."
+  echo "Command: \`$given${ARGS:+ ARGS=\"$ARGS\"} scripts/order.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $JOBS runs at a time of $THREADS thread(s) each, ${elapsed}s in all."
   echo "Each run: \`./train --pe PE --attn MODE --seed S --eval-every $EVAL_EVERY${ARGS:+ $ARGS}\`, every other option at its default (cats, d 64, 2 layers, 4 heads, ctx 64, batch 16, ${steps_default} steps)."
   echo "Solved: order_acc ≥ 0.95 at some point of the curve (every $EVAL_EVERY steps); steps to solve: the first such step, median over the solved seeds."
   echo "Mean ± 95% interval: Student t over seeds. Chance is 0.5 for a model that answers with one of the two nouns; 0.04 (1/24) for one that always names the same noun."
