@@ -95,21 +95,30 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
     }
 }
 
+// The matrix products split their rows into blocks of a fixed size, handed
+// out to the OpenMP threads: OpenBLAS's result for an element depends on how
+// many rows a call has (its blocking follows the shape), so a split that
+// followed the thread count would make the last bits depend on --threads.
+// With fixed blocks every thread count, and the build without OpenMP,
+// compute the same bits (tests/ checks it). OpenBLAS itself runs
+// single-threaded (core/startup.c), so the two thread pools never compete.
+enum { MM_BLOCK = 128 };
+
+static size_t mm_blocks(size_t n) { return (n + MM_BLOCK - 1) / MM_BLOCK; }
+
 void matmul_forward(float *out, const float *inp, const float *w,
                     const float *bias, size_t N, int IC, int OC) {
     // out = inp · wᵀ (+ bias broadcast over rows)
-#pragma omp parallel
-    {
-        size_t lo, hi;
-        block_range(N, &lo, &hi);
+#pragma omp parallel for schedule(static)
+    for (size_t blk = 0; blk < mm_blocks(N); blk++) {
+        size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < N ? lo + MM_BLOCK : N;
         float beta = 0.0f;
         if (bias) {
             for (size_t i = lo; i < hi; i++) memcpy(out + i * OC, bias, sizeof(float) * OC);
             beta = 1.0f;
         }
-        if (hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), OC, IC, 1.0f,
-                        inp + lo * IC, IC, w, IC, beta, out + lo * OC, OC);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), OC, IC, 1.0f,
+                    inp + lo * IC, IC, w, IC, beta, out + lo * OC, OC);
     }
 }
 
@@ -117,31 +126,30 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
                      const float *inp, const float *w, size_t N, int IC, int OC) {
     // forward: out = inp · wᵀ + bias
     // dinp += dout · w       (row blocks of dinp)
-    // dw   += doutᵀ · inp    (row blocks of dw: each thread owns some outputs)
-    // dbias += Σ_rows dout
-#pragma omp parallel
-    {
-        size_t lo, hi;
-        if (dinp) {
-            block_range(N, &lo, &hi);
-            if (hi > lo)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), IC, OC, 1.0f,
-                            dout + lo * OC, OC, w, IC, 1.0f, dinp + lo * IC, IC);
+    // dw   += doutᵀ · inp    (row blocks of dw: each block owns some outputs)
+    // dbias += Σ_rows dout   (with dw's blocks, row by row in order)
+    if (dinp) {
+#pragma omp parallel for schedule(static)
+        for (size_t blk = 0; blk < mm_blocks(N); blk++) {
+            size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < N ? lo + MM_BLOCK : N;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), IC, OC, 1.0f,
+                        dout + lo * OC, OC, w, IC, 1.0f, dinp + lo * IC, IC);
         }
-        block_range((size_t)OC, &lo, &hi);
-        if (hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), IC, (int)N, 1.0f,
-                        dout + lo, OC, inp, IC, 1.0f, dw + lo * IC, IC);
-        if (dbias)  // row by row over a strip of columns: reads dout in order
-            for (size_t o0 = lo; o0 < hi; o0 += 256) {
-                size_t w = hi - o0 < 256 ? hi - o0 : 256;
-                float s[256] = {0};
-                for (size_t i = 0; i < N; i++) {
-                    const float *g = dout + i * OC + o0;
-                    for (size_t k = 0; k < w; k++) s[k] += g[k];
-                }
-                for (size_t k = 0; k < w; k++) dbias[o0 + k] += s[k];
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t blk = 0; blk < mm_blocks((size_t)OC); blk++) {
+        size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < (size_t)OC ? lo + MM_BLOCK : (size_t)OC;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), IC, (int)N, 1.0f,
+                    dout + lo, OC, inp, IC, 1.0f, dw + lo * IC, IC);
+        if (dbias) {
+            float s[MM_BLOCK] = {0};
+            size_t width = hi - lo;
+            for (size_t i = 0; i < N; i++) {
+                const float *g = dout + i * OC + lo;
+                for (size_t k = 0; k < width; k++) s[k] += g[k];
             }
+            for (size_t k = 0; k < width; k++) dbias[lo + k] += s[k];
+        }
     }
 }
 
