@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,7 +198,8 @@ static double torch_tokens_per_s(int steps, int threads) {
     while (fgets(line, sizeof line, f))
         if (sscanf(line, "tokens_per_s %lf", &r) == 1) break;
     int rc = pclose(f);
-    return rc == 0 ? r : -1;
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 3) return -1;  // no python3 with torch
+    return rc == 0 && r > 0 ? r : -2;                      // torch is there, the run failed
 }
 
 int main(int argc, char **argv) {
@@ -313,7 +315,8 @@ int main(int argc, char **argv) {
     if (torch_tps > 0)
         n += snprintf(report + n, sizeof report - n, "| PyTorch (scripts/torch_ref.py --bench), same model and threads, tokens/s | %.0f |\n| pelab / PyTorch | %.2f× |\n", torch_tps, tps / torch_tps);
     else
-        n += snprintf(report + n, sizeof report - n, "| PyTorch | not measured (%s) |\n", o.torch ? "python3-torch not installed" : "--no-torch");
+        n += snprintf(report + n, sizeof report - n, "| PyTorch | not measured (%s) |\n",
+                      !o.torch ? "--no-torch" : torch_tps == -1 ? "python3-torch not installed" : "scripts/torch_ref.py --bench failed");
     static const char *names[PROF_N] = {"matrix products", "attention (incl. score/value terms)", "LayerNorm", "GELU",
                                         "softmax/cross-entropy", "optimiser", "encoding (rotation, tables)", "residual adds"};
     double tot = 0;

@@ -31,6 +31,25 @@ def number_or_name(text):
         return text  # a choice, e.g. "log"
 
 
+def set_options(cfg, opts):
+    """Puts each encoding option in cfg: the value in opts, else the default
+    the encoding declares."""
+    d = cfg["d"]
+    # each option's default, as each encoding declares it
+    cfg["sin_base"] = opts.get("sin-base", 10000.0)
+    cfg["sin_scale"] = opts.get("sin-scale") or float(np.float32(1.0) / np.sqrt(np.float32(d)))
+    cfg["rope_base"] = opts.get("rope-base", 10000.0)
+    cfg["t5_buckets"] = int(opts.get("t5-buckets", 32))
+    cfg["t5_max_distance"] = int(opts.get("t5-max-distance", 128))
+    cfg["kerple_kind"] = "power" if opts.get("kerple-kind", 0) in (1, 1.0, "power") else "log"  # a choice's index
+    cfg["sandwich_dim"] = int(opts.get("sandwich-dim", 128))
+    cfg["xpos_scale_base"] = opts.get("xpos-scale-base", 512.0)
+    cfg["rope_fraction"] = opts.get("rope-fraction", 1.0)
+    cfg["cope_max_pos"] = int(opts.get("cope-max-pos", 64))
+    clip = opts.get("rel-clip")
+    cfg["rel_clip"] = int(clip) if clip else 0  # 0: not given (shaw then uses 16, xl does not clip)
+
+
 def read_checkpoint(path):
     """(cfg, params) from a version 1 or 2 checkpoint, with every encoding
     option resolved to the value the model uses (README "Position encodings")."""
@@ -59,21 +78,7 @@ def read_checkpoint(path):
         pe = kv["pe"]
         opts = {k[4:]: number_or_name(v) for k, v in kv.items() if k.startswith("opt.")}
     cfg["pe"] = pe
-    absolute, relative = split_pe(pe)
-    d = cfg["d"]
-    # each option's default, as each encoding declares it
-    cfg["sin_base"] = opts.get("sin-base", 10000.0)
-    cfg["sin_scale"] = opts.get("sin-scale") or float(np.float32(1.0) / np.sqrt(np.float32(d)))
-    cfg["rope_base"] = opts.get("rope-base", 10000.0)
-    cfg["t5_buckets"] = int(opts.get("t5-buckets", 32))
-    cfg["t5_max_distance"] = int(opts.get("t5-max-distance", 128))
-    cfg["kerple_kind"] = "power" if opts.get("kerple-kind", 0) in (1, 1.0, "power") else "log"  # a choice's index
-    cfg["sandwich_dim"] = int(opts.get("sandwich-dim", 128))
-    cfg["xpos_scale_base"] = opts.get("xpos-scale-base", 512.0)
-    cfg["rope_fraction"] = opts.get("rope-fraction", 1.0)
-    cfg["cope_max_pos"] = int(opts.get("cope-max-pos", 64))
-    clip = opts.get("rel-clip")
-    cfg["rel_clip"] = int(clip) if clip else 0  # 0: not given (shaw then uses 16, xl does not clip)
+    set_options(cfg, opts)
     params = np.frombuffer(raw, dtype="<f4", count=n, offset=o).copy()
     return cfg, params
 
@@ -315,8 +320,8 @@ def bench(V, C, L, H, T, B, steps, threads):
     of 3 blocks of `steps` steps after 2 warm-up steps."""
     import time
     torch.set_num_threads(threads)
-    cfg = dict(vocab=V, ctx=T, d=C, layers=L, heads=H, causal=1, rel_clip=0, t5_buckets=32, t5_max_distance=128,
-               sin_base=10000.0, sin_scale=1.0, rope_base=10000.0, pe="rope")
+    cfg = dict(vocab=V, ctx=T, d=C, layers=L, heads=H, causal=1, pe="rope")
+    set_options(cfg, {})
     g = torch.Generator().manual_seed(1)
     P = {}
     for name, shape in layout(cfg):

@@ -110,7 +110,28 @@ static int test_torch_reference(void) {
     return fails;
 }
 
+// make bench times the reference's training step: its --bench mode must run
+// (a tiny model, one step per block) and print its figure.
+static int test_torch_bench_mode(void) {
+    int fails = 0;
+    const char *py = find_python();
+    if (!py) {
+        printf("    SKIPPED: no python3 with torch\n");
+        return 0;
+    }
+    char cmd[256], line[256];
+    snprintf(cmd, sizeof cmd, "%s scripts/torch_ref.py --bench 16 16 1 2 8 2 1 1 2>&1", py);
+    FILE *f = popen(cmd, "r");
+    double r = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "tokens_per_s %lf", &r) != 1) printf("    %s", line);
+    int rc = f ? pclose(f) : -1;
+    EXPECT(rc == 0 && r > 0, "torch_ref.py --bench: exit %d, tokens_per_s %g", rc, r);
+    return fails;
+}
+
 const test_case torch_tests[] = {
     {"torch/loss_and_gradients_every_encoding", test_torch_reference},
+    {"torch/bench_mode_runs", test_torch_bench_mode},
 };
 const int n_torch_tests = sizeof torch_tests / sizeof torch_tests[0];

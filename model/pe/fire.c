@@ -67,8 +67,10 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     double c, L;
     fire_cl(pe, params, layer, &c, &L);
     size_t TT = (size_t)T * T;
-    float out[H];
+    // Every pair on its own: the rows can go to any thread, the bits stay.
+#pragma omp parallel for schedule(dynamic, 8)
     for (int i = 0; i < T; i++) {
+        float out[H];
         double den = log(c * (L > i ? L : i) + 1.0);
         for (int j = 0; j <= i; j++) {
             pe_mlp_forward(&m, pe, params, layer, (float)(log(c * (i - j) + 1.0) / den), out);
@@ -97,26 +99,45 @@ static void fire_score_backward(pe_t *pe, const float *params, float *grads, int
 // Through the MLP, then x = A/D, A = ψ(n), D = ψ(M), M = max(L, i):
 //   ∂x/∂c = (n/(cn + 1))/D − A·(M/(cM + 1))/D²,  ∂x/∂L = −A·(c/(cL + 1))/D² when L > i;
 // c = exp(γ_c) and L = exp(γ_L) multiply by c and L.
+// The rows go in fixed blocks of FIRE_ROWS, each summing its own share of
+// the gradients; the shares are added in block order, so the thread count
+// does not change the bits.
+enum { FIRE_ROWS = 16 };
+
 static void fire_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
     fire_state *st = pe->state;
-    int H = pe->cfg->heads;
+    int H = pe->cfg->heads, nblk = (T + FIRE_ROWS - 1) / FIRE_ROWS;
     pe_mlp m = fire_shape(pe);
-    double c, L, gc = 0, gl = 0;
+    double c, L;
     fire_cl(pe, params, layer, &c, &L);
-    size_t TT = (size_t)T * T;
-    float dout[H];
-    for (int i = 0; i < T; i++) {
-        double M = L > i ? L : i, D = log(c * M + 1.0);
-        for (int j = 0; j <= i; j++) {
-            int any = 0;
-            for (int h = 0; h < H; h++) dout[h] = st->grad[h * TT + (size_t)i * T + j], any |= dout[h] != 0.0f;
-            if (!any) continue;
-            double n = i - j, A = log(c * n + 1.0);
-            double dx = pe_mlp_backward(&m, pe, params, grads, layer, (float)(A / D), dout);
-            gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
-            if (L > i) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));
+    size_t TT = (size_t)T * T, nf = pe_mlp_floats(&m);
+    float *share = xcalloc((size_t)nblk * nf, sizeof(float));
+    double *gcl = xcalloc(2 * (size_t)nblk, sizeof(double));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int blk = 0; blk < nblk; blk++) {
+        float dout[H], *local = share + (size_t)blk * nf;
+        double gc = 0, gl = 0;
+        int hi = (blk + 1) * FIRE_ROWS < T ? (blk + 1) * FIRE_ROWS : T;
+        for (int i = blk * FIRE_ROWS; i < hi; i++) {
+            double M = L > i ? L : i, D = log(c * M + 1.0);
+            for (int j = 0; j <= i; j++) {
+                int any = 0;
+                for (int h = 0; h < H; h++) dout[h] = st->grad[h * TT + (size_t)i * T + j], any |= dout[h] != 0.0f;
+                if (!any) continue;
+                double n = i - j, A = log(c * n + 1.0);
+                double dx = pe_mlp_backward_local(&m, pe, params, layer, (float)(A / D), dout, local);
+                gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
+                if (L > i) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));
+            }
         }
+        gcl[2 * blk] = gc, gcl[2 * blk + 1] = gl;
     }
+    double gc = 0, gl = 0;
+    for (int blk = 0; blk < nblk; blk++) {
+        pe_mlp_add(&m, pe, grads, layer, share + (size_t)blk * nf);
+        gc += gcl[2 * blk], gl += gcl[2 * blk + 1];
+    }
+    free(share), free(gcl);
     grads[pe->off[SLOT_C] + layer] += (float)(gc * c);
     grads[pe->off[SLOT_L] + layer] += (float)(gl * L);
     memset(st->grad, 0, sizeof(float) * H * TT);

@@ -7,12 +7,6 @@
 
 enum { W = PE_MLP_WIDTH };
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
-static float silu_grad(float x) {
-    float s = 1.0f / (1.0f + expf(-x));
-    return s * (1.0f + x * (1.0f - s));
-}
-
 // Rows and columns of layer k (0-based) of the MLP.
 static void shape(const pe_mlp *mlp, int k, int *rows, int *cols) {
     *cols = k == 0 ? 1 : W;
@@ -41,57 +35,116 @@ static void layer_ptrs(const pe_mlp *mlp, const pe_t *pe, const float *buf, int 
     *b = (float *)buf + pe->off[mlp->slot + 2 * k + 1] + (size_t)copy * rows;
 }
 
-// Pre-activations of each hidden layer (pre[k] has W) and the output.
-static void run(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float pre[2][W],
+// The same in a compact buffer: w₁, b₁, [w₂, b₂,] w_o, b_o one after the other.
+static void local_ptrs(const pe_mlp *mlp, float *local, int k, float **w, float **b) {
+    for (int i = 0;; i++) {
+        int rows, cols;
+        shape(mlp, i, &rows, &cols);
+        if (i == k) {
+            *w = local, *b = local + (size_t)rows * cols;
+            return;
+        }
+        local += (size_t)rows * cols + rows;
+    }
+}
+
+size_t pe_mlp_floats(const pe_mlp *mlp) {
+    size_t n = 0;
+    for (int k = 0; k <= mlp->depth; k++) {
+        int rows, cols;
+        shape(mlp, k, &rows, &cols);
+        n += (size_t)rows * cols + rows;
+    }
+    return n;
+}
+
+// One pass: the pre-activations and activations of each hidden layer, the
+// logistic σ(pre) the backward pass reuses, and the output.
+typedef struct {
+    float pre[2][W], act[2][W], sig[2][W];
+} mlp_trace;
+
+static void run(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, mlp_trace *tr,
                 float *out) {
-    float in[W];
-    in[0] = x;
+    const float *in = &x;
     for (int k = 0; k <= mlp->depth; k++) {
         int rows, cols;
         float *w, *b;
         shape(mlp, k, &rows, &cols);
         layer_ptrs(mlp, pe, params, copy, k, &w, &b);
-        float *dst = k == mlp->depth ? out : pre[k];
+        float *dst = k == mlp->depth ? out : tr->pre[k];
         for (int r = 0; r < rows; r++) {
             float s = b[r];
             for (int c = 0; c < cols; c++) s += w[r * cols + c] * in[c];
             dst[r] = s;
         }
-        if (k < mlp->depth)
-            for (int r = 0; r < W; r++) in[r] = silu(pre[k][r]);
+        if (k == mlp->depth) break;
+        for (int r = 0; r < W; r++) {  // SiLU: x·σ(x)
+            float e = 1.0f + expf(-tr->pre[k][r]);
+            tr->act[k][r] = tr->pre[k][r] / e;
+            tr->sig[k][r] = 1.0f / e;
+        }
+        in = tr->act[k];
     }
 }
 
 void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out) {
-    float pre[2][W];
-    run(mlp, pe, params, copy, x, pre, out);
+    mlp_trace tr;
+    run(mlp, pe, params, copy, x, &tr, out);
 }
 
-float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, float *grads, int copy, float x,
-                      const float *dout) {
-    float pre[2][W], out[mlp->out], d[W], din[W];
-    run(mlp, pe, params, copy, x, pre, out);
+// dw[k], db[k]: where layer k's gradients go.
+static float backward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, const float *dout,
+                      float *dw[3], float *db[3]) {
+    mlp_trace tr;
+    float out[mlp->out], d[W], din[W];
+    run(mlp, pe, params, copy, x, &tr, out);
     memcpy(d, dout, sizeof(float) * mlp->out);
     for (int k = mlp->depth; k >= 0; k--) {
         int rows, cols;
-        float *w, *b, *dw, *db;
+        float *w, *b;
         shape(mlp, k, &rows, &cols);
         layer_ptrs(mlp, pe, params, copy, k, &w, &b);
-        layer_ptrs(mlp, pe, grads, copy, k, &dw, &db);
-        float in[W];
-        if (k == 0) in[0] = x;
-        else
-            for (int c = 0; c < W; c++) in[c] = silu(pre[k - 1][c]);
+        const float *in = k == 0 ? &x : tr.act[k - 1];
         memset(din, 0, sizeof(float) * cols);
         for (int r = 0; r < rows; r++) {
-            db[r] += d[r];
+            db[k][r] += d[r];
             for (int c = 0; c < cols; c++) {
-                dw[r * cols + c] += d[r] * in[c];
+                dw[k][r * cols + c] += d[r] * in[c];
                 din[c] += d[r] * w[r * cols + c];
             }
         }
         if (k == 0) return din[0];
-        for (int c = 0; c < W; c++) d[c] = din[c] * silu_grad(pre[k - 1][c]);
+        for (int c = 0; c < W; c++) {  // SiLU′(x) = σ(x)·(1 + x·(1 − σ(x)))
+            float s = tr.sig[k - 1][c], p = tr.pre[k - 1][c];
+            d[c] = din[c] * (s * (1.0f + p * (1.0f - s)));
+        }
     }
     return 0.0f;
+}
+
+float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, float *grads, int copy, float x,
+                      const float *dout) {
+    float *dw[3], *db[3];
+    for (int k = 0; k <= mlp->depth; k++) layer_ptrs(mlp, pe, grads, copy, k, &dw[k], &db[k]);
+    return backward(mlp, pe, params, copy, x, dout, dw, db);
+}
+
+float pe_mlp_backward_local(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x,
+                            const float *dout, float *local) {
+    float *dw[3], *db[3];
+    for (int k = 0; k <= mlp->depth; k++) local_ptrs(mlp, local, k, &dw[k], &db[k]);
+    return backward(mlp, pe, params, copy, x, dout, dw, db);
+}
+
+void pe_mlp_add(const pe_mlp *mlp, const pe_t *pe, float *grads, int copy, const float *local) {
+    for (int k = 0; k <= mlp->depth; k++) {
+        int rows, cols;
+        float *w, *b, *lw, *lb;
+        shape(mlp, k, &rows, &cols);
+        layer_ptrs(mlp, pe, grads, copy, k, &w, &b);
+        local_ptrs(mlp, (float *)local, k, &lw, &lb);
+        for (int i = 0; i < rows * cols; i++) w[i] += lw[i];
+        for (int i = 0; i < rows; i++) b[i] += lb[i];
+    }
 }
