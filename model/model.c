@@ -46,8 +46,12 @@ int model_config_check(const model_config *c, char *err, size_t errlen) {
         }
         for (int i = 0; i < 2; i++)
             if (ops[i] && !ops[i]->reads_positions) {
-                snprintf(err, errlen, "--rand-pos is not supported by --pe %s yet (it is by %s)", ops[i]->name,
-                         "sinusoidal, learned, rope, xpos, alibi, t5, kerple, sandwich, dpb");
+                char takers[256] = "";
+                for (int r = 0; r < pe_registry_count; r++)
+                    if (pe_registry[r]->reads_positions)
+                        snprintf(takers + strlen(takers), sizeof takers - strlen(takers), "%s%s", *takers ? ", " : "",
+                                 pe_registry[r]->name);
+                snprintf(err, errlen, "--rand-pos is not supported by --pe %s (it is by %s)", ops[i]->name, takers);
                 return 0;
             }
     }

@@ -3,7 +3,8 @@
 //   s_ij = q_i·(k_j + aK[c(j − i)]) / sqrt(hs)
 //   y_i  = Σ_j α_ij (v_j + aV[c(j − i)])
 // c(x) = clamp(x, −k, k), k = --rel-clip (default 16); aK, aV ∈ R^((2k+1)×hs)
-// per layer, shared by the heads. Each head accumulates its gradient of aK
+// per layer, shared by the heads. Under --rand-pos, j − i is the distance of
+// the drawn positions. Each head accumulates its gradient of aK
 // and aV in its own scratch; layer_end adds them up in head order.
 #include <math.h>
 #include <stdlib.h>
@@ -68,8 +69,18 @@ static void rel_runs(int i, int k, int nk, int *lo, int *hi) {
     *lo = a, *hi = b;
 }
 
-// row[j] += g[c(j − i) + k] for every key j
-static void rel_gather_add(float *row, const float *g, int i, int k, int nk) {
+// The clipped distance of key j from query i under --rand-pos positions, plus k.
+static int rel_bucket(const int *pos, int i, int j, int k) {
+    int d = pos[j] - pos[i];
+    return (d < -k ? -k : d > k ? k : d) + k;
+}
+
+// row[j] += g[c(j − i) + k] for every key j (j − i is pos[j] − pos[i] with pos)
+static void rel_gather_add(float *row, const float *g, int i, int k, int nk, const int *pos) {
+    if (pos) {
+        for (int j = 0; j < nk; j++) row[j] += g[rel_bucket(pos, i, j, k)];
+        return;
+    }
     int lo, hi;
     rel_runs(i, k, nk, &lo, &hi);
     float first = g[0], last = g[2 * k];
@@ -79,7 +90,11 @@ static void rel_gather_add(float *row, const float *g, int i, int k, int nk) {
 }
 
 // a[c(j − i) + k] += row[j] for every key j
-static void rel_scatter_add(float *a, const float *row, int i, int k, int nk) {
+static void rel_scatter_add(float *a, const float *row, int i, int k, int nk, const int *pos) {
+    if (pos) {
+        for (int j = 0; j < nk; j++) a[rel_bucket(pos, i, j, k)] += row[j];
+        return;
+    }
     int lo, hi;
     rel_runs(i, k, nk, &lo, &hi);
     float first = a[0];
@@ -102,7 +117,7 @@ static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, 
     for (int r = 0; r < nq; r++) {
         float *row = s + (size_t)r * lds;
         const float *g = G + (size_t)r * nrel;
-        rel_gather_add(row, g, i0 + r, st->k, nk);
+        rel_gather_add(row, g, i0 + r, st->k, nk, pos);
     }
 }
 
@@ -118,7 +133,7 @@ static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int
     for (int r = 0; r < nq; r++) {
         const float *row = ds + (size_t)r * lds;
         float *g = dG + (size_t)r * nrel;
-        rel_scatter_add(g, row, i0 + r, st->k, nk);
+        rel_scatter_add(g, row, i0 + r, st->k, nk, pos);
     }
     float sc = 1.0f / sqrtf((float)hs);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, sc, dG, nrel, aK, hs, 1.0f, dq, ld);
@@ -127,13 +142,14 @@ static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int
 }
 
 // A[r, c] = Σ_{j: c(j−i) = c} p_ij — the attention mass at each clipped distance
-static float *shaw_bucket_weights(shaw_state *st, int h, const float *p, int ldp, int i0, int nq, int nk) {
+static float *shaw_bucket_weights(shaw_state *st, int h, const float *p, int ldp, int i0, int nq, int nk,
+                                  const int *pos) {
     float *A = st->work + (size_t)h * st->chunk * st->nrel;
     memset(A, 0, sizeof(float) * (size_t)nq * st->nrel);
     for (int r = 0; r < nq; r++) {
         const float *row = p + (size_t)r * ldp;
         float *a = A + (size_t)r * st->nrel;
-        rel_scatter_add(a, row, i0 + r, st->k, nk);
+        rel_scatter_add(a, row, i0 + r, st->k, nk, pos);
     }
     return A;
 }
@@ -143,7 +159,7 @@ static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, 
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
     const float *aV = params + pe->off[1] + (size_t)layer * nrel * hs;
-    float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk);
+    float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk, pos);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, 1.0f, A, nrel, aV, hs, 1.0f, y, ldy);
 }
 
@@ -153,7 +169,7 @@ static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
     const float *aV = params + pe->off[1] + (size_t)layer * nrel * hs;
-    float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk);
+    float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk, pos);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, nq, 1.0f, A, nrel, dy, ldy, 1.0f,
                 st->dV + (size_t)h * nrel * hs, hs);
     // dp_ij += dy_i · aV[c(j−i)]: dA = dy aVᵀ (nq, nrel), then gathered
@@ -161,7 +177,7 @@ static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int
     for (int r = 0; r < nq; r++) {
         float *row = dp + (size_t)r * lddp;
         const float *a = A + (size_t)r * nrel;
-        rel_gather_add(row, a, i0 + r, st->k, nk);
+        rel_gather_add(row, a, i0 + r, st->k, nk, pos);
     }
 }
 
@@ -190,4 +206,5 @@ const pe_ops pe_shaw_ops = {
     .value_backward = shaw_value_backward,
     .layer_begin = shaw_layer_begin,
     .layer_end = shaw_layer_end,
+    .reads_positions = 1,
 };

@@ -109,6 +109,33 @@ static void xl_layer_end(pe_t *pe, const float *params, float *grads, int layer,
     memset(st->dR, 0, sizeof(float) * (size_t)n * C);
 }
 
+static float dot(const float *a, const float *b, int n) {
+    float s = 0.0f;
+    for (int e = 0; e < n; e++) s += a[e] * b[e];
+    return s;
+}
+
+// Positions 0..n−1 of a sequence are consecutive (also when there are none,
+// pos NULL): then pos_i − pos_j = i − j and the band of the fast way applies.
+static int consecutive(const int *pos, int n) {
+    for (int t = 1; pos && t < n; t++)
+        if (pos[t] != pos[t - 1] + 1) return 0;
+    return 1;
+}
+
+// Head h's columns of R_δ (layer) and of its gradient, δ = pos[i] − pos[j].
+static const float *xl_rel(const pe_t *pe, int layer, int h, const int *pos, int i, int j) {
+    const xl_state *st = pe->state;
+    int C = pe->cfg->d_model, hs = C / pe->cfg->heads;
+    return st->R + ((size_t)layer * (2 * st->T - 1) + (pos[i] - pos[j] + st->T - 1)) * C + h * hs;
+}
+
+static float *xl_rel_grad(const pe_t *pe, int h, const int *pos, int i, int j) {
+    const xl_state *st = pe->state;
+    int C = pe->cfg->d_model, hs = C / pe->cfg->heads;
+    return st->dR + (size_t)(pos[i] - pos[j] + st->T - 1) * C + h * hs;
+}
+
 // u_h and v_h of one layer and head, from a params or a grads buffer.
 static float *xl_head_vec(const pe_t *pe, const float *base, int which, int layer, int h) {
     int C = pe->cfg->d_model, hs = C / pe->cfg->heads;
@@ -134,10 +161,17 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, co
         float *row = s + (size_t)r * lds;
         for (int j = 0; j < nk; j++) row[j] += uk[j];
     }
-    // G[r, δ − δlo] = (q_i + v)·R_h[δ], δ from δlo = i0 − nk + 1 to i0 + nq − 1
-    int dlo = i0 - nk + 1, nd = nq + nk - 1;
     for (int r = 0; r < nq; r++)
         for (int e = 0; e < hs; e++) qv[(size_t)r * hs + e] = q[(size_t)r * ld + e] + v[e];
+    if (!consecutive(pos, i0 + nq > nk ? i0 + nq : nk)) {  // drawn distances are not a band: the direct formula
+        for (int r = 0; r < nq; r++) {
+            float *row = s + (size_t)r * lds;
+            for (int j = 0; j < nk; j++) row[j] += scale * dot(qv + (size_t)r * hs, xl_rel(pe, layer, h, pos, i0 + r, j), hs);
+        }
+        return;
+    }
+    // G[r, δ − δlo] = (q_i + v)·R_h[δ], δ from δlo = i0 − nk + 1 to i0 + nq − 1
+    int dlo = i0 - nk + 1, nd = nq + nk - 1;
     const float *Rh = st->R + ((size_t)layer * n + (dlo + T - 1)) * C + h * hs;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nd, hs, scale, qv, hs, Rh, C, 0.0f, G, nd);
     for (int r = 0; r < nq; r++) {
@@ -171,6 +205,23 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
             du[e] += cj * k[(size_t)j * ld + e];
             dk[(size_t)j * ld + e] += cj * u[e];
         }
+    }
+    if (!consecutive(pos, i0 + nq > nk ? i0 + nq : nk)) {  // s_ij += (q_i + v)·R_h[pos_i − pos_j] · scale
+        for (int r = 0; r < nq; r++) {
+            const float *qr = q + (size_t)r * ld;
+            float *dqr = dq + (size_t)r * ld;
+            for (int j = 0; j < nk; j++) {
+                float g = ds[(size_t)r * lds + j] * scale;
+                const float *R = xl_rel(pe, layer, h, pos, i0 + r, j);
+                float *dRr = xl_rel_grad(pe, h, pos, i0 + r, j);
+                for (int e = 0; e < hs; e++) {
+                    dqr[e] += g * R[e];
+                    dv[e] += g * R[e];
+                    dRr[e] += g * (qr[e] + v[e]);
+                }
+            }
+        }
+        return;
     }
     // forward: s_ij += G[i, i − j], G = (Q + v) R_hᵀ · scale
     int dlo = i0 - nk + 1, nd = nq + nk - 1;
@@ -208,4 +259,5 @@ const pe_ops pe_xl_ops = {
     .layer_end = xl_layer_end,
     .score_forward = xl_score_forward,
     .score_backward = xl_score_backward,
+    .reads_positions = 1,
 };
