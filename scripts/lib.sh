@@ -5,8 +5,8 @@
 # Variables every script takes (as environment or KEY=VALUE arguments):
 #   SEEDS="1 2 3"   seeds of every configuration (each script has its default)
 #   JOBS=N          runs at a time (default: the number of cores)
-#   THREADS=N       threads per run (default 1; the sums split differently
-#                   with more, so the last bits of a run depend on it)
+#   THREADS=N       threads per run (default 1; the thread count does not
+#                   change the results, README "Threads")
 #   QUICK=1         a tiny budget, to check that the script and its outputs work
 #   OUT=DIR         where the tables and pictures go (default results)
 #   ARGS="…"        extra options for every ./train run
