@@ -84,6 +84,7 @@ experiments: deps
 	scripts/extrapolate.sh DATA=$(DATA)
 	scripts/finetune.sh DATA=$(DATA)
 	scripts/sweep.sh DATA=$(DATA) STEPS=2000
+	scripts/tasks.sh
 
 # Every experiment script on a tiny budget, checking its outputs (CI runs it).
 experiments-quick: deps

@@ -62,6 +62,7 @@ static void default_signal_handlers(void) {
 typedef struct {
     long step;
     double train_loss, val_loss, order_acc;  // order_acc < 0: not cats
+    double task_acc;                         // < 0: not a task
 } curve_point;
 
 // A run: everything it allocates, in one place, so that every way out of
@@ -104,6 +105,8 @@ typedef struct {
     int any_ok;
     int has_order, n_order;
     double order_acc;
+    task_result task[TASK_MAX_TESTS + 1];  // the training sizes, then each --test-len range
+    int n_task;
 } eval_report;
 
 // Threads, signal handlers and the release of the run, before any OpenMP
@@ -129,7 +132,7 @@ static void check_paths(const options *o) {
     const struct {
         const char *path, *what;
         int output;
-    } f[] = {{strcmp(o->data, "cats") ? o->data : NULL, "--data", 0}, {o->load, "--load", 0}, {o->resume, "--resume", 0},
+    } f[] = {{strcmp(o->data, "cats") && strncmp(o->data, "task:", 5) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0}, {o->resume, "--resume", 0},
              {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}};
     const int n = sizeof f / sizeof f[0];
     for (int i = 0; i < n; i++)
@@ -152,6 +155,8 @@ static void check_paths(const options *o) {
 static void check_sampling(const options *o, const run_t *r) {
     if (!o->sample) return;
     if (!r->m.cfg.causal) die_usage("--sample needs a causal model (--attn causal); this one is bidirectional");
+    if (!o->prompt && r->d.kind == DATA_TASK)
+        die_usage("--sample with --data %s needs --prompt, a question such as '3141|'", o->data);
     const char *prompt = o->prompt ? o->prompt : r->d.kind == DATA_CATS ? "the" : "\n";
     int cap = (int)strlen(prompt) + 1;
     int *tok = xmalloc(sizeof(int) * (size_t)cap);
@@ -238,13 +243,31 @@ static void init_from_checkpoint(options *o, run_t *r) {
 static void check_same_corpus(const options *o, const run_t *r) {
     const train_state *st = &r->st;
     if (!o->resume || !st->data_known) return;
-    uint64_t size = r->d.kind == DATA_TEXT ? r->d.n : 0;
-    uint32_t crc = r->d.kind == DATA_TEXT ? r->d.crc : 0;
+    uint64_t size;
+    uint32_t crc;
+    data_identity(&r->d, &size, &crc);
+    if (r->d.kind == DATA_TASK && crc != st->data_crc)
+        die_runtime("--resume %s: the run was trained with other task sizes than --task-len %d:%d; give the --task-len "
+                    "it started with", o->resume, r->d.train_len.lo, r->d.train_len.hi);
     if (size != st->data_size || crc != st->data_crc)
         die_runtime("--resume %s: the training data '%s' changed since the checkpoint was saved (%llu bytes, CRC-32 %08x "
                     "then; %llu bytes, %08x now); resume with the same corpus, or start a new run",
                     o->resume, o->data, (unsigned long long)st->data_size, (unsigned)st->data_crc,
                     (unsigned long long)size, (unsigned)crc);
+}
+
+// --data task:NAME: its sizes, and a --ctx that fits the longest training
+// instance when none is given; the task options are refused for other data.
+static void resolve_task(options *o, run_t *r, int from) {
+    if (r->d.kind != DATA_TASK) {
+        static const char *const task_opts[] = {"task-len", "test-len", "task-eval"};
+        for (int i = 0; i < 3; i++)
+            if (options_given(o, task_opts[i])) die_usage("--%s needs --data task:NAME (%s)", task_opts[i], task_names());
+        return;
+    }
+    char err[512];
+    if (!data_task_sizes(&r->d, o->task_len, o->test_len, err, sizeof err)) die_usage("%s", err);
+    if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len(r->d.task, r->d.train_len.hi);
 }
 
 // Resolves the run: the model (new or from a checkpoint), the data, and
@@ -257,6 +280,7 @@ static void resolve_run(options *o, run_t *r) {
     int causal = o->attn == 0;
     r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
     data_open(&r->d, o->data, causal, (unsigned long long)o->seed);
+    resolve_task(o, r, from);
     if (o->init) {
         if (r->m.cfg.vocab != r->d.vocab)
             die_usage("--init %s has a vocabulary of %d but --data %s has %d; fine-tune on data of the same kind",
@@ -296,8 +320,7 @@ static void save_checkpoint(const options *o, const run_t *r, long step) {
     st.step = step, st.steps = o->steps, st.batch = (int32_t)o->batch, st.warmup = (int32_t)o->warmup;
     st.lr = o->lr, st.wd = o->wd, st.clip = o->clip, st.seed = (uint64_t)o->seed, st.data_rng = r->d.rng.s;
     snprintf(st.data, sizeof st.data, "%s", o->data);
-    st.data_size = r->d.kind == DATA_TEXT ? r->d.n : 0;
-    st.data_crc = r->d.kind == DATA_TEXT ? r->d.crc : 0;
+    data_identity(&r->d, &st.data_size, &st.data_crc);
     char err[512];
     if (ckpt_save(o->save, &r->m, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
 }
@@ -319,11 +342,12 @@ static void stop_for_signal(const options *o, const run_t *r, long step) {
 // Tokens of validation scored for each point of the learning curve: enough
 // for a steady number, a small share of a step's cost at the defaults.
 #define CURVE_EVAL_TOKENS 4096
+#define CURVE_TASK_INSTANCES 200  // and task instances of the training sizes
 
 // A point of the learning curve after `step`: validation loss at the
 // training ctx, and the order probe on cats.
 static curve_point measure_point(const options *o, run_t *r, long step, double train_loss) {
-    curve_point c = {step, train_loss, NAN, -1.0};
+    curve_point c = {step, train_loss, NAN, -1.0, -1.0};
     eval_result ev;
     size_t tokens = (size_t)o->eval_tokens < CURVE_EVAL_TOKENS ? (size_t)o->eval_tokens : CURVE_EVAL_TOKENS;
     eval_perplexity(&r->m, &r->d, (int)o->ctx, tokens, &ev);
@@ -331,6 +355,11 @@ static curve_point measure_point(const options *o, run_t *r, long step, double t
     if (r->d.kind == DATA_CATS) {
         int n;
         c.order_acc = eval_order(&r->m, &r->d, &n);
+    }
+    if (r->d.kind == DATA_TASK) {
+        task_result t;
+        eval_task(&r->m, &r->d, r->d.train_len, o->task_eval < CURVE_TASK_INSTANCES ? (int)o->task_eval : CURVE_TASK_INSTANCES, 0, &t);
+        c.task_acc = t.acc;
     }
     return c;
 }
@@ -392,6 +421,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
                 const curve_point *c = &tr->curve[tr->n_curve - 1];
                 printf(" val %.4f", c->val_loss);
                 if (c->order_acc >= 0) printf(" order_acc %.3f", c->order_acc);
+                if (c->task_acc >= 0) printf(" task_acc %.3f", c->task_acc);
             }
             printf("\n");
             fflush(stdout);
@@ -399,6 +429,23 @@ static void train(const options *o, run_t *r, train_report *tr) {
         if (sleep_ms > 0) usleep((useconds_t)sleep_ms * 1000);
         if (o->save && o->save_every && (step + 1) % o->save_every == 0 && step + 1 < end_step) save_checkpoint(o, r, step + 1);
         if (stop_signal) stop_for_signal(o, r, step + 1);
+    }
+}
+
+// A task's accuracy at the training sizes and at each test range.
+static void evaluate_task(const options *o, run_t *r, eval_report *er) {
+    const data_t *d = &r->d;
+    er->n_task = d->n_tests + 1;
+    for (int i = 0; i < er->n_task; i++) {
+        task_result *t = &er->task[i];
+        eval_task(&r->m, d, i ? d->tests[i - 1] : d->train_len, (int)o->task_eval, (unsigned long long)i + 1, t);
+        if (t->ok) {
+            printf("task=%s len=%d-%d acc=%.3f n=%d\n", task_name(d->task), t->r.lo, t->r.hi, t->acc, t->n);
+            er->any_ok = 1;
+        } else {
+            printf("task=%s len=%d-%d refused\n", task_name(d->task), t->r.lo, t->r.hi);
+            fprintf(stderr, "train: task=%s len=%d-%d: %s\n", task_name(d->task), t->r.lo, t->r.hi, t->err);
+        }
     }
 }
 
@@ -422,6 +469,7 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
         er->order_acc = eval_order(&r->m, &r->d, &er->n_order);
         printf("order_acc=%.3f n=%d\n", er->order_acc, er->n_order);
     }
+    if (r->d.kind == DATA_TASK) evaluate_task(o, r, er);
     fflush(stdout);
 }
 
@@ -468,6 +516,10 @@ static void write_json(const char *path, const options *o, const model_t *m, con
                 fprintf(f, ", \"order_acc\": ");
                 json_number(f, "%.6f", c->order_acc);
             }
+            if (c->task_acc >= 0) {
+                fprintf(f, ", \"task_acc\": ");
+                json_number(f, "%.6f", c->task_acc);
+            }
             fprintf(f, "}");
         }
         fprintf(f, "]");
@@ -476,6 +528,24 @@ static void write_json(const char *path, const options *o, const model_t *m, con
         fprintf(f, ", \"order\": {\"acc\": ");
         json_number(f, "%.6f", er->order_acc);
         fprintf(f, ", \"n\": %d}", er->n_order);
+    }
+    if (er->n_task) {
+        fprintf(f, ", \"task\": [");
+        for (int i = 0; i < er->n_task; i++) {
+            const task_result *t = &er->task[i];
+            fprintf(f, "%s{\"len\": \"%d-%d\", \"lo\": %d, \"hi\": %d, \"train\": %s", i ? ", " : "", t->r.lo, t->r.hi,
+                    t->r.lo, t->r.hi, i ? "false" : "true");
+            if (t->ok) {
+                fprintf(f, ", \"acc\": ");
+                json_number(f, "%.6f", t->acc);
+                fprintf(f, ", \"n\": %d}", t->n);
+            } else {
+                fprintf(f, ", \"acc\": null, \"error\": ");
+                json_string(f, t->err);
+                fprintf(f, "}");
+            }
+        }
+        fprintf(f, "]");
     }
     fprintf(f, "}\n");
     if (atomic_commit(&af, "--json", err, sizeof err) != 0) die_runtime("%s", err);

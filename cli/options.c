@@ -17,7 +17,13 @@ static const char SEC_MODEL[] = "data and model", SEC_TRAIN[] = "training", SEC_
 
 const cli_option cli_options[] = {
     {"data", OPT_STRING, F(data), 0, 0, "cats", NULL, NULL, SEC_MODEL, "SPEC",
-     "'cats' (built-in synthetic corpus) or a text file (bytes)", NOT_WITH_RESUME},
+     "'cats' (built-in synthetic corpus), 'task:NAME' (a built-in task: copy, reverse, sort, addition, count, "
+     "selective-copy, flipflop) or a text file (bytes)", NOT_WITH_RESUME},
+    {"task-len", OPT_STRING, F(task_len), 0, 0, "1:16", NULL, NULL, SEC_MODEL, "A:B",
+     "task:NAME: training instances have sizes A..B (README \"Tasks\")", NOT_WITH_LOAD},
+    {"test-len", OPT_STRING, F(test_len), 0, 0, NULL, "2x and 4x the longest training size", NULL, SEC_MODEL, "A:B,...",
+     "task:NAME: test sizes, each range scored on its own", 0},
+    {"task-eval", OPT_INT, F(task_eval), 1, 1 << 20, "500", NULL, NULL, SEC_OUT, "N", "task:NAME: instances scored per size range", 0},
     {"pe", OPT_STRING, F(pe), 0, 0, "rope", NULL, NULL, SEC_MODEL, "NAME",
      "a position encoding, or absolute+relative (see --list-pe)", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"attn", OPT_CHOICE, F(attn), 0, 0, "causal", NULL, attn_modes, SEC_MODEL, "MODE",

@@ -20,6 +20,8 @@ typedef struct {
 typedef struct {
     // data and model
     const char *data, *pe;
+    const char *task_len, *test_len;  // --data task:NAME: sizes "A:B", "A:B,C:D…"
+    long task_eval;
     int attn;  // index into "causal", "bidir"
     long ctx, d_model, layers, heads, rand_pos;
     // training

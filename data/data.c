@@ -56,7 +56,17 @@ void data_open(data_t *d, const char *spec, int causal, unsigned long long seed)
         cats_init_held_out(d);
         return;
     }
-    if (!spec[0]) die_usage("--data is empty; give 'cats' or a path to a text file");
+    if (strncmp(spec, "task:", 5) == 0) {
+        d->kind = DATA_TASK;
+        d->task = task_find(spec + 5);
+        if (d->task < 0) die_usage("--data '%s': no such task; the tasks are %s", spec, task_names());
+        d->vocab = TT_VOCAB;  // [MASK] included in both modes
+        d->mask_token = TT_MASK;
+        char err[256];
+        if (!data_task_sizes(d, "1:16", NULL, err, sizeof err)) die_usage("%s", err);
+        return;
+    }
+    if (!spec[0]) die_usage("--data is empty; give 'cats', 'task:NAME' or a path to a text file");
     d->kind = DATA_TEXT;
     d->path = xmalloc(strlen(spec) + 1);
     memcpy(d->path, spec, strlen(spec) + 1);
@@ -72,7 +82,51 @@ void data_close(data_t *d) {
     memset(d, 0, sizeof *d);
 }
 
+int data_task_sizes(data_t *d, const char *train, const char *tests, char *err, size_t errlen) {
+    char e[160], buf[512];
+    if (!task_parse_range(train, &d->train_len, e, sizeof e)) return snprintf(err, errlen, "--task-len %s", e), 0;
+    int hi = d->train_len.hi;
+    if (!tests) {
+        snprintf(buf, sizeof buf, "%d:%d,%d:%d", hi + 1, 2 * hi, 2 * hi + 1, 4 * hi);
+        if (4 * hi > TASK_MAX_SIZE) snprintf(buf, sizeof buf, "%d:%d", hi < TASK_MAX_SIZE ? hi + 1 : hi, TASK_MAX_SIZE);
+        tests = buf;
+    }
+    d->n_tests = 0;
+    if (!*tests) return snprintf(err, errlen, "--test-len is empty: give size ranges A:B,C:D,…"), 0;
+    for (const char *p = tests; *p;) {
+        size_t len = strcspn(p, ",");
+        char one[64];
+        if (len == 0 || len >= sizeof one) return snprintf(err, errlen, "--test-len '%s': expected A:B,C:D,…", tests), 0;
+        if (d->n_tests == TASK_MAX_TESTS) return snprintf(err, errlen, "--test-len: at most %d ranges", TASK_MAX_TESTS), 0;
+        memcpy(one, p, len), one[len] = 0;
+        task_range *r = &d->tests[d->n_tests++];
+        if (!task_parse_range(one, r, e, sizeof e)) return snprintf(err, errlen, "--test-len %s", e), 0;
+        if (r->lo <= d->train_len.hi && r->hi >= d->train_len.lo)
+            return snprintf(err, errlen, "--test-len %d:%d overlaps the training sizes %d:%d; test sizes must be unseen",
+                            r->lo, r->hi, d->train_len.lo, d->train_len.hi), 0;
+        p += len;
+        if (*p == ',' && !*++p) return snprintf(err, errlen, "--test-len '%s': expected A:B,C:D,…", tests), 0;
+    }
+    snprintf(buf, sizeof buf, "task:%s %d:%d", task_name(d->task), d->train_len.lo, d->train_len.hi);
+    d->crc = crc32_update(0, buf, strlen(buf));
+    return 1;
+}
+
+void data_identity(const data_t *d, uint64_t *size, uint32_t *crc) {
+    *size = d->kind == DATA_TEXT ? d->n : 0;
+    *crc = d->kind == DATA_CATS ? 0 : d->crc;
+}
+
 int data_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
+    if (d->kind == DATA_TASK) {
+        int need = task_len(d->task, d->train_len.hi);
+        if (T < need) {
+            snprintf(err, errlen, "--ctx %d is shorter than a %s instance of size %d (%d tokens); use --ctx %d or more, or "
+                     "leave --ctx out (it then fits the longest training instance)", T, task_name(d->task), d->train_len.hi, need, need);
+            return 0;
+        }
+        return 1;
+    }
     if (d->kind == DATA_CATS) {
         if (T < CATS_MAX_EXAMPLE + 1) {
             snprintf(err, errlen, "--ctx %d is shorter than one cats example and its answer (%d tokens); use --ctx %d or more",
@@ -118,11 +172,33 @@ static void text_row(const data_t *d, rng_t *rng, const unsigned char *src, int 
     for (int t = 0; t < T; t++) seg[t] = 0;
 }
 
+void data_task_row(const data_t *d, rng_t *rng, task_range r, int T, int *tokens, int *targets, int *seg) {
+    int inst[4 * TASK_MAX_SIZE + 8];
+    unsigned char answer[4 * TASK_MAX_SIZE + 8];
+    int n = r.lo + (int)rng_below(rng, (uint32_t)(r.hi - r.lo + 1));
+    int len = task_make(d->task, n, rng, inst, answer);
+    for (int t = 0; t < T; t++) {
+        int in = t < len;
+        tokens[t] = in ? inst[t] : TT_PAD;
+        targets[t] = -1;
+        seg[t] = in ? 0 : -1 - t;  // each pad alone: the instance never sees one
+        if (!in) continue;
+        if (d->causal) {  // answer token t + 1 is predicted at t
+            if (t + 1 < len && answer[t + 1]) targets[t] = inst[t + 1];
+        } else if (answer[t]) {  // every answer token masked at once
+            tokens[t] = TT_MASK;
+            targets[t] = inst[t];
+        }
+    }
+}
+
 void data_next_batch(data_t *d, int B, int T, int *tokens, int *targets, int *seg) {
     for (int b = 0; b < B; b++) {
         size_t o = (size_t)b * T;
         if (d->kind == DATA_CATS) {
             cats_fill_row(d, &d->rng, T, tokens + o, targets + o, seg + o);
+        } else if (d->kind == DATA_TASK) {
+            data_task_row(d, &d->rng, d->train_len, T, tokens + o, targets + o, seg + o);
         } else {
             size_t span = d->n_train - (size_t)T;  // start offsets 0..span-1 leave room for T+1
             size_t start = (size_t)(rng_next(&d->rng) % (span ? span : 1));
@@ -135,6 +211,14 @@ size_t data_eval_windows(const data_t *d, int L, size_t max_tokens, char *err, s
     size_t want = max_tokens / (size_t)L;
     if (want < 1) want = 1;
     if (d->kind == DATA_CATS) return want;
+    if (d->kind == DATA_TASK) {
+        if (L < task_len(d->task, d->train_len.hi)) {
+            snprintf(err, errlen, "ctx=%d is shorter than the longest training instance (%d tokens); the task's loss is "
+                     "measured on training-size instances", L, task_len(d->task, d->train_len.hi));
+            return 0;
+        }
+        return want;
+    }
     size_t nval = d->n - d->n_train;
     size_t have = nval > 0 ? (nval - 1) / (size_t)L : 0;
     if (have == 0) {
@@ -153,12 +237,26 @@ void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, 
         cats_fill_row(d, &r, L, tokens, targets, seg);
         return;
     }
+    if (d->kind == DATA_TASK) {
+        data_task_row(d, &r, d->train_len, L, tokens, targets, seg);
+        return;
+    }
     text_row(d, &r, d->bytes + d->n_train + w * (size_t)L, L, tokens, targets, seg);
 }
 
 int data_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen) {
     int n = 0;
     const char *too_long = "--prompt has more than %d tokens";
+    if (d->kind == DATA_TASK) {
+        for (const char *p = text; *p; p++) {
+            if (*p == ' ') continue;
+            int t = task_token_of_char(*p);
+            if (t < 0 || t == TT_MASK) return snprintf(err, errlen, "--prompt '%c' is not a task token (0-9 | . + ? * w i r _)", *p), -1;
+            if (n == max) return snprintf(err, errlen, too_long, max), -1;
+            out[n++] = t;
+        }
+        return n;
+    }
     if (d->kind == DATA_TEXT) {
         for (const char *p = text; *p; p++) {
             if (n == max) return snprintf(err, errlen, too_long, max), -1;
@@ -188,6 +286,8 @@ int data_encode(const data_t *d, const char *text, int *out, int max, char *err,
 void data_decode(const data_t *d, int t, char *buf, size_t buflen) {
     if (d->kind == DATA_CATS) {
         snprintf(buf, buflen, "%s ", cats_word(t));
+    } else if (d->kind == DATA_TASK) {
+        snprintf(buf, buflen, "%c", task_token_char(t));
     } else if (t == d->mask_token) {
         snprintf(buf, buflen, "<mask>");
     } else {
@@ -197,5 +297,6 @@ void data_decode(const data_t *d, int t, char *buf, size_t buflen) {
 
 int data_is_text(const data_t *d, int token) {
     if (token == d->mask_token) return 0;
+    if (d->kind == DATA_TASK) return token != TT_PAD;
     return d->kind != DATA_CATS || token != cats_pad_token();
 }

@@ -1,14 +1,16 @@
-// data.h — the two corpora of README "Data": the built-in word-level `cats`
-// corpus and any text file as bytes. Both hand out rows of tokens, targets
-// (-1 = no loss) and segment ids, deterministically from --seed.
+// data.h — the corpora of README "Data": the built-in word-level `cats`
+// corpus, the built-in tasks (task:NAME, data/tasks.c) and any text file as
+// bytes. Each hands out rows of tokens, targets (-1 = no loss) and segment
+// ids, deterministically from --seed.
 #ifndef PELAB_DATA_H
 #define PELAB_DATA_H
 
 #include <stddef.h>
 
 #include "../core/common.h"
+#include "tasks.h"
 
-enum { DATA_CATS = 0, DATA_TEXT = 1 };
+enum { DATA_CATS = 0, DATA_TEXT = 1, DATA_TASK = 2 };
 
 // cats vocabulary layout
 #define CATS_NOUNS 24
@@ -36,14 +38,28 @@ typedef struct {
     unsigned char *bytes;
     size_t n, n_train;  // train = bytes[0, n_train), validation = the rest
     uint32_t crc;       // CRC-32 of the bytes: the corpus's identity in checkpoints
+    // task
+    int task;
+    task_range train_len, tests[TASK_MAX_TESTS];
+    int n_tests;
     // cats
     unsigned char held[CATS_NOUNS][CATS_NOUNS][CATS_VERBS];  // 1: never in training
 } data_t;
 
-// Opens `spec` ("cats" or a path). Exits 2 on a bad value, 1 on an I/O
+// Opens `spec` ("cats", "task:NAME" or a path). Exits 2 on a bad value, 1 on an I/O
 // problem; what it allocated before such an exit is in *d, for data_close.
 void data_open(data_t *d, const char *spec, int causal, unsigned long long seed);
 void data_close(data_t *d);
+// A task's training sizes ("A:B") and test sizes ("A:B,C:D…"; NULL: twice and
+// four times the longest training size). 0 with a message when they are bad
+// or overlap.
+int data_task_sizes(data_t *d, const char *train, const char *tests, char *err, size_t errlen);
+// One task row of length T with an instance of a size in r from rng (T must
+// hold it: task_len(d->task, r.hi) tokens).
+void data_task_row(const data_t *d, rng_t *rng, task_range r, int T, int *tokens, int *targets, int *seg);
+// What a checkpoint records of the corpus: text, its size and CRC-32; a
+// task, 0 and the CRC-32 of its name and training sizes; cats, 0 and 0.
+void data_identity(const data_t *d, uint64_t *size, uint32_t *crc);
 // Checks that a context of T fits this corpus; returns 0 with a message otherwise.
 int data_check_ctx(const data_t *d, int T, char *err, size_t errlen);
 

@@ -70,6 +70,67 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     r->seconds = now_seconds() - t0;
 }
 
+int eval_rows_all_right(const float *logits, const int *targets, int B, int T, int V, int *scored) {
+    int right = 0;
+    *scored = 0;
+    for (int b = 0; b < B; b++) {
+        int any = 0, all = 1;
+        for (int t = 0; t < T && all; t++) {
+            int y = targets[(size_t)b * T + t];
+            if (y < 0) continue;
+            const float *z = logits + ((size_t)b * T + t) * V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (z[v] > z[best]) best = v;
+            any = 1, all = best == y;
+        }
+        for (int t = 0; t < T && !any; t++) any = targets[(size_t)b * T + t] >= 0;
+        *scored += any;
+        right += any && all;
+    }
+    return right;
+}
+
+void eval_task(model_t *m, const data_t *d, task_range r, int count, unsigned long long stream, task_result *res) {
+    memset(res, 0, sizeof *res);
+    res->r = r;
+    int L = task_len(d->task, r.hi);
+    if (L > model_max_eval_ctx(m)) {
+        snprintf(res->err, sizeof res->err, "--pe %s has no positions past %d, and instances of size %d take %d tokens",
+                 m->cfg.pe, model_max_eval_ctx(m), r.hi, L);
+        return;
+    }
+    int B = EVAL_BATCH_TOKENS / L;
+    B = B < 1 ? 1 : B > count ? count : B;
+    if (!model_fits_in_memory(m, B, L, 0, res->err, sizeof res->err)) return;
+    model_acts a;
+    model_acts_alloc(&a, m, B, L, 0);
+    model_eval_length(m, L);
+    size_t BT = (size_t)B * L;
+    int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
+    for (int i0 = 0; i0 < count; i0 += B) {
+        int nb = count - i0 < B ? count - i0 : B;
+        for (int b = 0; b < B; b++) {
+            size_t o = (size_t)b * L;
+            // each instance from its own stream: the same instances whatever B is
+            rng_t g = {(d->seed + 1) * 0xA24BAED4963EE407ull + stream * 0x9FB21C651E98DF25ull + (unsigned long long)(i0 + b)};
+            if (b < nb) data_task_row(d, &g, r, L, tok + o, tgt + o, seg + o);
+            else
+                for (int t = 0; t < L; t++) tok[o + t] = TT_PAD, tgt[o + t] = -1, seg[o + t] = -1 - t;
+        }
+        model_draw_positions(m, &a, EVAL_POSITIONS_SEED, (unsigned long long)i0 + 1);
+        model_forward(m, &a, tok, NULL, seg);
+        int scored;
+        res->right += eval_rows_all_right(a.logits, tgt, nb, L, m->cfg.vocab, &scored);
+        res->n += scored;
+    }
+    model_eval_length(m, 0);
+    free(tok), free(tgt), free(seg);
+    model_acts_free(&a);
+    res->ok = 1;
+    res->acc = res->n ? (double)res->right / res->n : 0.0;
+}
+
 void eval_probe_predictions(model_t *m, const data_t *d, const cats_example *probe, int n, int *preds) {
     const int T = CATS_MAX_EXAMPLE + 1, B = 50, V = m->cfg.vocab;
     model_acts a;

@@ -18,6 +18,21 @@ typedef struct {
 // Evaluates at length L over at most max_tokens; fills r (r->ok = 0 with
 // r->err when this length is refused).
 void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r);
+// A task's accuracy at the sizes r: `count` instances from a fixed stream
+// (`stream` picks it), each right when every answer token is the argmax
+// (README "Tasks"). ok = 0 with err when the encoding cannot reach the
+// length.
+typedef struct {
+    task_range r;
+    int ok, n, right;
+    double acc;
+    char err[256];
+} task_result;
+void eval_task(model_t *m, const data_t *d, task_range r, int count, unsigned long long stream, task_result *res);
+// Rows of a forward pass whose every target is the argmax of its logits
+// (rows without a target do not count); shared with the tests.
+int eval_rows_all_right(const float *logits, const int *targets, int B, int T, int V, int *scored);
+
 // Order probe: accuracy of the argmax at the answer slot over every held-out
 // triple in both orders and both questions; *n receives the count.
 double eval_order(model_t *m, const data_t *d, int *n);

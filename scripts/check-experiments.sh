@@ -28,5 +28,8 @@ QUICK=1 OUT="$out" scripts/finetune.sh > "$out/finetune.log"
 expect "$out/finetune.csv" $((8 * 2 * 5 + 1)); expect "$out/finetune.md" 14; expect "$out/finetune.png" 1
 QUICK=1 OUT="$out" scripts/sweep.sh > "$out/sweep.log"
 expect "$out/sweep.csv" 21; expect "$out/sweep.md" 18; expect "$out/sweep.png" 1
+QUICK=1 OUT="$out" scripts/tasks.sh > "$out/tasks.log"
+expect "$out/tasks.csv" $((2 * n_pe * 2 * 3 + 1)); expect "$out/tasks.md" $((3 * (n_pe + 2) + 8))
+expect "$out/tasks.png" 1; expect "$out/tasks_length.png" 1
 if grep -l "nan\|inf" "$out"/*.csv; then echo "!! a CSV holds nan or inf"; fail=1; fi
 exit $fail

@@ -143,6 +143,14 @@ static int test_bad_input_table(void) {
     write_file(tmp_path("version.ck"), ck, n);
 
     static const bad_case cases[] = {
+        {"--data task:nosuch", 2, "no such task"},
+        {"--data task:copy --task-len 5", 2, "--task-len"},
+        {"--data task:copy --task-len 0:3", 2, "--task-len"},
+        {"--data task:copy --task-len 1:4 --test-len 3:8", 2, "overlaps"},
+        {"--data task:copy --task-len 1:4 --test-len 5:8,x", 2, "--test-len"},
+        {"--task-len 1:4", 2, "needs --data task:"},
+        {"--data task:copy --task-len 1:16", 2, "--ctx 16 is shorter"},
+        {"--data task:copy --task-len 1:4 --sample 5", 2, "--prompt"},
         {"--ctx abc", 2, "--ctx"},
         {"--ctx 0", 2, "--ctx"},
         {"--ctx -5", 2, "--ctx"},
@@ -536,6 +544,37 @@ static int test_rand_pos(void) {
     s = run_train("--quiet --threads 2 --load {T}/rp.ck --rand-pos 64");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--rand-pos cannot be given with --load"),
            "--rand-pos with --load: exit %d, '%s'", WEXITSTATUS(s), err_buf);
+    return fails;
+}
+
+// A task end to end: a tiny model learns copy at its training sizes (the
+// loss falls, the accuracy line and the JSON agree), and a learned table
+// refuses the longer sizes with a message while the others are scored.
+static int test_task_copy_learned(void) {
+    int fails = 0;
+    const char *base = "--data task:copy --task-len 1:5 --d-model 32 --layers 2 --heads 2 --batch 16 --warmup 50 "
+                       "--quiet --threads 2 --task-eval 200";
+    char a[512], json[1 << 14];
+    snprintf(a, sizeof a, "%s --steps 800 --json {T}/task.json", base);
+    int s = run_train(a);
+    double acc = -1;
+    const char *l = strstr(out_buf, "task=copy len=1-5 acc=");
+    if (l) sscanf(l, "task=copy len=1-5 acc=%lf", &acc);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && acc >= 0.95, "copy at sizes 1-5 after 800 steps: acc %.3f (%s)", acc, err_buf);
+    EXPECT(strstr(out_buf, "task=copy len=6-10 acc=") && strstr(out_buf, "task=copy len=11-20 acc="), "test ranges: %s", out_buf);
+    slurp(tmp_path("task.json"), json, sizeof json);
+    double loss = 99;
+    const char *fl = strstr(json, "\"final_loss\": ");
+    if (fl) sscanf(fl, "\"final_loss\": %lf", &loss);
+    EXPECT(loss < 0.3, "final training loss %.3f (log 20 = 3.0 at the start)", loss);
+    EXPECT(strstr(json, "\"task\": [{\"len\": \"1-5\", \"lo\": 1, \"hi\": 5, \"train\": true, \"acc\": "),
+           "--json lacks the task results: %.400s", json);
+    snprintf(a, sizeof a, "%s --steps 5 --pe learned --json {T}/task.json", base);
+    s = run_train(a);
+    slurp(tmp_path("task.json"), json, sizeof json);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "task=copy len=6-10 refused") &&
+           strstr(err_buf, "no positions past 12") && strstr(json, "\"acc\": null, \"error\": "),
+           "learned at sizes past its table: exit %d, out '%s', err '%s'", WEXITSTATUS(s), out_buf, err_buf);
     return fails;
 }
 
@@ -1094,5 +1133,6 @@ const test_case cli_tests[] = {
     {"cli/init_fine_tunes", test_init_fine_tunes},
     {"cli/rand_pos", test_rand_pos},
     {"cli/threads_do_not_change_the_bits", test_threads_same_bits},
+    {"cli/task_copy_is_learned", test_task_copy_learned},
 };
 const int n_cli_tests = sizeof cli_tests / sizeof cli_tests[0];

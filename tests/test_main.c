@@ -111,6 +111,7 @@ int main(int argc, char **argv) {
     run_tests(kernel_tests, n_kernel_tests, &passed, &failed, filter);
     run_tests(grad_tests, n_grad_tests, &passed, &failed, filter);
     run_tests(prop_tests, n_prop_tests, &passed, &failed, filter);
+    run_tests(task_tests, n_task_tests, &passed, &failed, filter);
     run_tests(cli_tests, n_cli_tests, &passed, &failed, filter);
     run_tests(torch_tests, n_torch_tests, &passed, &failed, filter);
     printf("%d passed, %d failed\n", passed, failed);

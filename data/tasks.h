@@ -1,0 +1,39 @@
+// tasks.h — the length-generalisation tasks of README "Tasks" (--data
+// task:NAME): copy, reverse, addition, sort, count, selective-copy and
+// flipflop, generated from a random stream. An instance of size n is a row of
+// tokens in which some are answer tokens: the loss and the score are on
+// those alone.
+#ifndef PELAB_TASKS_H
+#define PELAB_TASKS_H
+
+#include <stddef.h>
+
+#include "../core/common.h"
+
+enum { TASK_MAX_SIZE = 1000, TASK_MAX_TESTS = 8 };
+
+// One character per token.
+enum {
+    TT_PAD = 0, TT_MASK, TT_SEP, TT_END, TT_DIGIT0,  // '_' '#' '|' '.' '0'..'9'
+    TT_PLUS = TT_DIGIT0 + 10, TT_QUERY, TT_NOISE, TT_WRITE, TT_IGNORE, TT_READ,  // '+' '?' '*' 'w' 'i' 'r'
+    TT_VOCAB
+};
+
+typedef struct {
+    int lo, hi;  // sizes n, lo..hi inclusive
+} task_range;
+
+int task_find(const char *name);      // index, or -1
+const char *task_name(int task);
+const char *task_names(void);         // "copy, reverse, …"
+// Tokens of the longest instance of size n.
+int task_len(int task, int n);
+// Writes an instance of size n; answer[t] = 1 marks the answer tokens.
+// Returns its length (at most task_len(task, n)).
+int task_make(int task, int n, rng_t *rng, int *tokens, unsigned char *answer);
+char task_token_char(int token);      // '_', '#', '|', …
+int task_token_of_char(char c);       // -1 when c is not a task token
+// "A:B" into r (1 ≤ A ≤ B ≤ TASK_MAX_SIZE); 0 with a message otherwise.
+int task_parse_range(const char *s, task_range *r, char *err, size_t errlen);
+
+#endif
