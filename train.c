@@ -155,9 +155,8 @@ static void check_paths(const options *o) {
 static void check_sampling(const options *o, const run_t *r) {
     if (!o->sample) return;
     if (!r->m.cfg.causal) die_usage("--sample needs a causal model (--attn causal); this one is bidirectional");
-    if (!o->prompt && r->d.kind == DATA_TASK)
-        die_usage("--sample with --data %s needs --prompt, a question such as '3141|'", o->data);
-    const char *prompt = o->prompt ? o->prompt : r->d.kind == DATA_CATS ? "the" : "\n";
+    const char *prompt = o->prompt ? o->prompt : data_default_prompt(&r->d);
+    if (!prompt) die_usage("--sample with --data %s needs --prompt, a question such as '3141|'", o->data);
     int cap = (int)strlen(prompt) + 1;
     int *tok = xmalloc(sizeof(int) * (size_t)cap);
     char err[256];
@@ -558,7 +557,7 @@ static void sample_text(const options *o, run_t *r) {
     const data_t *d = &r->d;
     if (!m->cfg.causal) die_usage("--sample needs a causal model (--attn causal)");
     int T = m->cfg.ctx;
-    const char *prompt = o->prompt ? o->prompt : d->kind == DATA_CATS ? "the" : "\n";
+    const char *prompt = o->prompt ? o->prompt : data_default_prompt(d);
     int cap = (int)strlen(prompt) + 1;  // at most a token per byte
     int *ctx = xmalloc(sizeof(int) * ((size_t)cap + (size_t)o->sample));
     char err[256];

@@ -64,7 +64,7 @@ const cli_option cli_options[] = {
     {"attn-png", OPT_STRING, F(attn_png), 0, 0, NULL, NULL, NULL, SEC_OUT, "FILE",
      "draw the attention weights on a held-out cats sentence, both orders", 0},
     {"sample", OPT_INT, F(sample), 0, 1 << 20, "0", NULL, NULL, SEC_OUT, "N", "generate N tokens after training (causal only)", 0},
-    {"prompt", OPT_STRING, F(prompt), 0, 0, NULL, "cats: 'the', text: newline", NULL, SEC_OUT, "TEXT", "start of the sample", 0},
+    {"prompt", OPT_STRING, F(prompt), 0, 0, NULL, "cats: 'the', text: newline, shard: 50256", NULL, SEC_OUT, "TEXT", "start of the sample", 0},
     {"temperature", OPT_FLOAT, F(temperature), 1e-4, 100, "1.0", NULL, NULL, SEC_OUT, "X", "sampling temperature", 0},
     {"quiet", OPT_FLAG, F(quiet), 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "no progress lines", 0},
     {"list-pe", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "list the position encodings and their options", 0},

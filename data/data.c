@@ -41,7 +41,46 @@ static void read_text_file(data_t *d, const char *path) {
     if (n == 0) die_runtime("--data '%s' is empty; give a text file with some content", path);
     d->bytes = buf;
     d->n = n;
-    d->n_train = n - (size_t)((double)n * TEXT_VAL_FRACTION);
+}
+
+static uint32_t le32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+
+// Token i of a text file or a shard.
+static int token_at(const data_t *d, size_t i) {
+    if (d->kind == DATA_TEXT) return d->bytes[i];
+    const unsigned char *p = d->bytes + SHARD_HEADER_BYTES + 2 * i;
+    return p[0] | p[1] << 8;
+}
+
+// A file that starts with the magic is an llm.c shard: its header must say
+// version 1 and a token count that the file holds exactly, and every token
+// must be a GPT-2 token. A file named *.bin without the magic is refused
+// rather than read as text.
+static int open_shard(data_t *d, const char *path, size_t size) {
+    int magic = size >= 4 && le32(d->bytes) == SHARD_MAGIC;
+    size_t len = strlen(path);
+    if (!magic) {
+        if (len >= 4 && !strcmp(path + len - 4, ".bin"))
+            die_runtime("--data '%s' is named .bin but is not an llm.c token shard (its first 4 bytes are not the magic "
+                        "%d); give a shard written by llm.c's dev/data scripts, or a text file", path, SHARD_MAGIC);
+        return 0;
+    }
+    if (size < SHARD_HEADER_BYTES)
+        die_runtime("--data '%s': an llm.c shard truncated inside its %d-byte header (%zu bytes)", path, SHARD_HEADER_BYTES, size);
+    uint32_t version = le32(d->bytes + 4), count = le32(d->bytes + 8);
+    if (version != 1)
+        die_runtime("--data '%s': llm.c shard version %u; pelab reads version 1 (uint16 GPT-2 tokens)", path, (unsigned)version);
+    if (size != SHARD_HEADER_BYTES + 2 * (size_t)count)
+        die_runtime("--data '%s': the header says %u tokens (%zu bytes in all) but the file has %zu bytes; it is %s",
+                    path, (unsigned)count, SHARD_HEADER_BYTES + 2 * (size_t)count, size,
+                    size < SHARD_HEADER_BYTES + 2 * (size_t)count ? "truncated" : "longer than its header says");
+    if (count == 0) die_runtime("--data '%s': the shard holds no tokens", path);
+    d->kind = DATA_SHARD;
+    d->n = count;
+    for (size_t i = 0; i < d->n; i++)
+        if (token_at(d, i) >= SHARD_VOCAB)
+            die_runtime("--data '%s': token %d at position %zu is not a GPT-2 token (vocabulary %d)", path, token_at(d, i), i, SHARD_VOCAB);
+    return 1;
 }
 
 void data_open(data_t *d, const char *spec, int causal, unsigned long long seed) {
@@ -71,9 +110,12 @@ void data_open(data_t *d, const char *spec, int causal, unsigned long long seed)
     d->path = xmalloc(strlen(spec) + 1);
     memcpy(d->path, spec, strlen(spec) + 1);
     read_text_file(d, spec);
-    d->crc = crc32_update(0, d->bytes, d->n);
-    d->vocab = causal ? 256 : 257;  // bytes, plus [MASK] for the masked objective
-    d->mask_token = 256;
+    size_t size = d->n;
+    d->crc = crc32_update(0, d->bytes, size);
+    int vocab = open_shard(d, spec, size) ? SHARD_VOCAB : 256;
+    d->n_train = d->n - (size_t)((double)d->n * TEXT_VAL_FRACTION);
+    d->vocab = causal ? vocab : vocab + 1;  // plus [MASK] for the masked objective
+    d->mask_token = vocab;
 }
 
 void data_close(data_t *d) {
@@ -113,7 +155,7 @@ int data_task_sizes(data_t *d, const char *train, const char *tests, char *err, 
 }
 
 void data_identity(const data_t *d, uint64_t *size, uint32_t *crc) {
-    *size = d->kind == DATA_TEXT ? d->n : 0;
+    *size = d->kind == DATA_TEXT || d->kind == DATA_SHARD ? d->n : 0;
     *crc = d->kind == DATA_CATS ? 0 : d->crc;
 }
 
@@ -136,7 +178,7 @@ int data_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
         return 1;
     }
     if (d->n_train < (size_t)T + 1) {
-        snprintf(err, errlen, "--data '%s': the training split has %zu bytes, too short for --ctx %d (needs %d); use a longer file or a smaller --ctx",
+        snprintf(err, errlen, "--data '%s': the training split has %zu tokens, too short for --ctx %d (needs %d); use a longer file or a smaller --ctx",
                  d->path, d->n_train, T, T + 1);
         return 0;
     }
@@ -145,29 +187,30 @@ int data_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
 
 // Replaces TEXT_MASK_RATE of a row's positions by [MASK] (at least one); only
 // those carry a target.
-static void mask_row(const data_t *d, rng_t *rng, int T, const unsigned char *src, int *tokens, int *targets) {
+static void mask_row(const data_t *d, rng_t *rng, int T, size_t start, int *tokens, int *targets) {
     int any = 0;
     for (int t = 0; t < T; t++) {
-        int masked = rng_uniform(rng) < TEXT_MASK_RATE;
-        tokens[t] = masked ? d->mask_token : src[t];
-        targets[t] = masked ? src[t] : -1;
+        int masked = rng_uniform(rng) < TEXT_MASK_RATE, x = token_at(d, start + t);
+        tokens[t] = masked ? d->mask_token : x;
+        targets[t] = masked ? x : -1;
         any |= masked;
     }
     if (!any) {
         int t = (int)rng_below(rng, (uint32_t)T);
         tokens[t] = d->mask_token;
-        targets[t] = src[t];
+        targets[t] = token_at(d, start + t);
     }
 }
 
-static void text_row(const data_t *d, rng_t *rng, const unsigned char *src, int T, int *tokens, int *targets, int *seg) {
+// The row of a text file or a shard that starts at token `start`.
+static void text_row(const data_t *d, rng_t *rng, size_t start, int T, int *tokens, int *targets, int *seg) {
     if (d->causal) {
         for (int t = 0; t < T; t++) {
-            tokens[t] = src[t];
-            targets[t] = src[t + 1];
+            tokens[t] = token_at(d, start + t);
+            targets[t] = token_at(d, start + t + 1);
         }
     } else {
-        mask_row(d, rng, T, src, tokens, targets);
+        mask_row(d, rng, T, start, tokens, targets);
     }
     for (int t = 0; t < T; t++) seg[t] = 0;
 }
@@ -202,7 +245,7 @@ void data_next_batch(data_t *d, int B, int T, int *tokens, int *targets, int *se
         } else {
             size_t span = d->n_train - (size_t)T;  // start offsets 0..span-1 leave room for T+1
             size_t start = (size_t)(rng_next(&d->rng) % (span ? span : 1));
-            text_row(d, &d->rng, d->bytes + start, T, tokens + o, targets + o, seg + o);
+            text_row(d, &d->rng, start, T, tokens + o, targets + o, seg + o);
         }
     }
 }
@@ -222,7 +265,7 @@ size_t data_eval_windows(const data_t *d, int L, size_t max_tokens, char *err, s
     size_t nval = d->n - d->n_train;
     size_t have = nval > 0 ? (nval - 1) / (size_t)L : 0;
     if (have == 0) {
-        snprintf(err, errlen, "the validation split of '%s' has %zu bytes, too short for one window of %d",
+        snprintf(err, errlen, "the validation split of '%s' has %zu tokens, too short for one window of %d",
                  d->path, nval, L);
         return 0;
     }
@@ -241,7 +284,7 @@ void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, 
         data_task_row(d, &r, d->train_len, L, tokens, targets, seg);
         return;
     }
-    text_row(d, &r, d->bytes + d->n_train + w * (size_t)L, L, tokens, targets, seg);
+    text_row(d, &r, d->n_train + w * (size_t)L, L, tokens, targets, seg);
 }
 
 int data_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen) {
@@ -256,6 +299,20 @@ int data_encode(const data_t *d, const char *text, int *out, int max, char *err,
             out[n++] = t;
         }
         return n;
+    }
+    if (d->kind == DATA_SHARD) {  // no tokenizer here: token ids, separated by spaces
+        for (const char *p = text;;) {
+            p += strspn(p, " \t\n,");
+            if (!*p) return n;
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || v >= SHARD_VOCAB || (*end && !strchr(" \t\n,", *end)))
+                return snprintf(err, errlen, "--prompt on a token shard is GPT-2 token ids separated by spaces (0 to %d), not '%.20s'",
+                                SHARD_VOCAB - 1, p), -1;
+            if (n == max) return snprintf(err, errlen, too_long, max), -1;
+            out[n++] = (int)v;
+            p = end;
+        }
     }
     if (d->kind == DATA_TEXT) {
         for (const char *p = text; *p; p++) {
@@ -288,10 +345,21 @@ void data_decode(const data_t *d, int t, char *buf, size_t buflen) {
         snprintf(buf, buflen, "%s ", cats_word(t));
     } else if (d->kind == DATA_TASK) {
         snprintf(buf, buflen, "%c", task_token_char(t));
+    } else if (d->kind == DATA_SHARD) {
+        snprintf(buf, buflen, "%d ", t);
     } else if (t == d->mask_token) {
         snprintf(buf, buflen, "<mask>");
     } else {
         snprintf(buf, buflen, "%c", (char)t);
+    }
+}
+
+const char *data_default_prompt(const data_t *d) {
+    switch (d->kind) {
+    case DATA_CATS: return "the";
+    case DATA_SHARD: return "50256";
+    case DATA_TASK: return NULL;
+    default: return "\n";
     }
 }
 

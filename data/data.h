@@ -1,6 +1,6 @@
 // data.h — the corpora of README "Data": the built-in word-level `cats`
-// corpus, the built-in tasks (task:NAME, data/tasks.c) and any text file as
-// bytes. Each hands out rows of tokens, targets (-1 = no loss) and segment
+// corpus, the built-in tasks (task:NAME, data/tasks.c), llm.c's token
+// shards and any other file as bytes. Each hands out rows of tokens, targets (-1 = no loss) and segment
 // ids, deterministically from --seed.
 #ifndef PELAB_DATA_H
 #define PELAB_DATA_H
@@ -10,7 +10,11 @@
 #include "../core/common.h"
 #include "tasks.h"
 
-enum { DATA_CATS = 0, DATA_TEXT = 1, DATA_TASK = 2 };
+enum { DATA_CATS = 0, DATA_TEXT = 1, DATA_TASK = 2, DATA_SHARD = 3 };
+
+// llm.c's token shards (dev/data/*.bin): 256 int32 of header (magic,
+// version 1, token count), then uint16 GPT-2 tokens.
+enum { SHARD_MAGIC = 20240520, SHARD_HEADER_BYTES = 1024, SHARD_VOCAB = 50257 };
 
 // cats vocabulary layout
 #define CATS_NOUNS 24
@@ -33,10 +37,10 @@ typedef struct {
     int mask_token;   // [MASK] id (bidirectional mode)
     unsigned long long seed;
     rng_t rng;        // the training batch stream; saved in checkpoints
-    // text
+    // text and shards
     char *path;         // --data as given (a copy)
-    unsigned char *bytes;
-    size_t n, n_train;  // train = bytes[0, n_train), validation = the rest
+    unsigned char *bytes;  // the file (a shard: header included)
+    size_t n, n_train;  // tokens; train = [0, n_train), validation = the rest
     uint32_t crc;       // CRC-32 of the bytes: the corpus's identity in checkpoints
     // task
     int task;
@@ -46,7 +50,8 @@ typedef struct {
     unsigned char held[CATS_NOUNS][CATS_NOUNS][CATS_VERBS];  // 1: never in training
 } data_t;
 
-// Opens `spec` ("cats", "task:NAME" or a path). Exits 2 on a bad value, 1 on an I/O
+// Opens `spec` ("cats", "task:NAME" or a path: an llm.c shard when it
+// starts with the shard magic, else text). Exits 2 on a bad value, 1 on an I/O
 // problem; what it allocated before such an exit is in *d, for data_close.
 void data_open(data_t *d, const char *spec, int causal, unsigned long long seed);
 void data_close(data_t *d);
@@ -71,6 +76,10 @@ void data_next_batch(data_t *d, int B, int T, int *tokens, int *targets, int *se
 size_t data_eval_windows(const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
 // Window w (of data_eval_windows) into one row of length L.
 void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, int *seg);
+
+// --prompt's default: "the" on cats, a newline on text, 50256 (GPT-2's
+// <|endoftext|>) on a shard; NULL on a task (no default question).
+const char *data_default_prompt(const data_t *d);
 
 // Tokens <-> text, for --prompt and --sample.
 // Returns the number of tokens (at most max), or -1 with err filled.

@@ -119,9 +119,51 @@ static void write_file(const char *path, const void *data, size_t n) {
     fclose(f);
 }
 
+// An llm.c token shard (README "Data"): header of 256 int32 (magic,
+// version, count) and n uint16 tokens from a small cycle, with the header's
+// version and count as given and `cut` bytes left off the end.
+static void write_shard(const char *path, int version, int count, int n, int cut, int bad_token) {
+    static unsigned char buf[1024 + 2 * 20000];
+    memset(buf, 0, 1024);
+    int head[3] = {20240520, version, count};
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 4; b++) buf[4 * i + b] = (unsigned char)((unsigned)head[i] >> (8 * b));
+    static const int cycle[] = {464, 3797, 318, 257, 13, 50256};
+    for (int i = 0; i < n; i++) {
+        int t = i == n / 2 && bad_token ? bad_token : cycle[i % 6];
+        buf[1024 + 2 * i] = (unsigned char)(t & 255), buf[1024 + 2 * i + 1] = (unsigned char)(t >> 8);
+    }
+    write_file(path, buf, 1024 + 2 * (size_t)n - (size_t)cut);
+}
+
+// Training on a shard: the vocabulary comes from the data (GPT-2's 50257),
+// the cycle of six tokens is learned, and the sample is token ids.
+static int test_llmc_shard(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    write_shard(tmp_path("tokens.bin"), 1, 6000, 6000, 0, 0);
+    int s = run_train("--data {T}/tokens.bin --d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --steps 150 --lr 1e-2 "
+                      "--quiet --threads 2 --json {T}/shard.json --sample 4 --prompt 464");
+    static char json[1 << 14];
+    slurp(tmp_path("shard.json"), json, sizeof json);
+    double loss = 99;
+    const char *l = strstr(out_buf, "eval ctx=16 loss=");
+    if (l) sscanf(l, "eval ctx=16 loss=%lf", &loss);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(json, "\"vocab\": 50257"), "shard run: exit %d, %s", WEXITSTATUS(s), err_buf);
+    EXPECT(loss < 1.0, "a cycle of six tokens should be learned: eval loss %.3f (log 50257 = 10.8)", loss);
+    EXPECT(strstr(out_buf, "sample: 464 3797 318 257 13") != NULL, "the sample should continue the cycle: %s", out_buf);
+    return fails;
+}
+
 static int test_bad_input_table(void) {
     int fails = 0;
     ensure_tmpdir();
+    write_shard(tmp_path("trunc.bin"), 1, 3000, 3000, 7, 0);
+    write_shard(tmp_path("long.bin"), 1, 2000, 3000, 0, 0);
+    write_shard(tmp_path("v2.bin"), 2, 3000, 3000, 0, 0);
+    write_shard(tmp_path("badtok.bin"), 1, 3000, 3000, 0, 60000);
+    write_shard(tmp_path("head.bin"), 1, 3000, 0, 1024 - 100, 0);
+    write_file(tmp_path("foreign.bin"), "hello, a text file that calls itself .bin", 41);
     write_file(tmp_path("empty.txt"), "", 0);
     write_file(tmp_path("short.txt"), "hello world", 11);
     write_file(tmp_path("garbage.ck"), "this is not a checkpoint at all", 31);
@@ -143,6 +185,12 @@ static int test_bad_input_table(void) {
     write_file(tmp_path("version.ck"), ck, n);
 
     static const bad_case cases[] = {
+        {"--data {T}/trunc.bin", 1, "truncated"},
+        {"--data {T}/long.bin", 1, "longer than its header says"},
+        {"--data {T}/v2.bin", 1, "version 2"},
+        {"--data {T}/badtok.bin", 1, "not a GPT-2 token"},
+        {"--data {T}/head.bin", 1, "inside its 1024-byte header"},
+        {"--data {T}/foreign.bin", 1, "not an llm.c token shard"},
         {"--data task:nosuch", 2, "no such task"},
         {"--data task:copy --task-len 5", 2, "--task-len"},
         {"--data task:copy --task-len 0:3", 2, "--task-len"},
@@ -1134,5 +1182,6 @@ const test_case cli_tests[] = {
     {"cli/rand_pos", test_rand_pos},
     {"cli/threads_do_not_change_the_bits", test_threads_same_bits},
     {"cli/task_copy_is_learned", test_task_copy_learned},
+    {"cli/llmc_token_shard", test_llmc_shard},
 };
 const int n_cli_tests = sizeof cli_tests / sizeof cli_tests[0];
