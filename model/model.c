@@ -306,7 +306,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T, a->pos));
     int span = a->pos ? c->rand_pos : T;  // the positions the encodings' tables must cover
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
-    if (rel) rel->chunk = a->chunk;
+    if (rel) rel->chunk = a->chunk, rel->pos = a->pos, rel->pos_B = B, rel->pos_T = T;
     const float *x = a->encoded;
     for (int l = 0; l < L; l++) {
         size_t s = a->training ? (size_t)l : 0;  // evaluation reuses one layer's buffers
@@ -357,6 +357,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     ops_zero(a->dres, BTC);
     PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, lnfw), G(m, lnfb), a->dln, xlast, P(m, lnfw), a->lnf_mean, a->lnf_rstd, BT, C));
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
+    if (rel) rel->pos = a->pos, rel->pos_B = a->B, rel->pos_T = a->T;
     for (int l = L - 1; l >= 0; l--) {
         const float *x = l ? a->res3 + (size_t)(l - 1) * BTC : a->encoded;  // the layer's input
         float *ln1 = a->ln1 + (size_t)l * BTC, *qkv = a->qkv + (size_t)l * 3 * BTC, *atty = a->atty + (size_t)l * BTC;

@@ -579,7 +579,7 @@ static int test_rand_pos(void) {
            "evaluating past --rand-pos 64 should be refused with a message: %s", err_buf);
     static const bad_case refused[] = {
         {"--rand-pos 8", 2, "--rand-pos 8"},
-        {"--pe fire --rand-pos 64", 2, "not supported by --pe fire"},
+        {"--pe cope --rand-pos 64", 2, "not supported by --pe cope"},
         {"--pe none --rand-pos 64", 2, "reads no positions"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {

@@ -194,6 +194,7 @@ static void at_run(at_ctx *c) {
     const model_config *cf = &m->cfg;
     pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
     memcpy(c->qkv, c->qkv_in, sizeof(float) * 3 * c->B * c->T * cf->d_model);
+    if (rel) rel->pos = c->pos, rel->pos_B = c->B, rel->pos_T = c->T;  // as model_forward sets them
     if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos);
     if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, c->pos ? cf->rand_pos : c->T);
     attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0, ATTN_CHUNK, c->pos};

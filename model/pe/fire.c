@@ -7,7 +7,8 @@
 // L = ctx/4. Dividing by ψ(i) keeps the input in [0, 1] at any length (the
 // "progressive interpolation"); the threshold keeps short prefixes from
 // being stretched over the whole range. The bias depends on i, not only on
-// i − j, and i − j ≥ 0 only: causal only.
+// i − j, and i − j ≥ 0 only: causal only. Under --rand-pos, i and j are the
+// drawn positions, so each sequence of the batch has its own table.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,9 @@
 enum { SLOT_C = 4, SLOT_L = 5 };  // the MLP takes slots 0..3
 
 typedef struct {
-    int T;
-    float *bias;  // (H, T, T): b_h(i, j), 0 above the diagonal
-    float *grad;  // (H, T, T): ∂loss/∂b_h(i, j)
+    int nseq, T;  // tables for nseq sequences of T positions (one without --rand-pos)
+    float *bias;  // (nseq, H, T, T): b_h(i, j), 0 above the diagonal
+    float *grad;  // (nseq, H, T, T): ∂loss/∂b_h(i, j)
 } fire_state;
 
 static pe_mlp fire_shape(const pe_t *pe) { return (pe_mlp){.slot = 0, .depth = 1, .out = pe->cfg->heads}; }
@@ -42,13 +43,13 @@ static void fire_free(pe_t *pe) {
     pe->state = NULL;
 }
 
-static void fire_size(fire_state *st, int H, int T) {
-    if (st->bias && st->T == T) return;
-    size_t n = size_mul((size_t)H, size_mul((size_t)T, (size_t)T, "FIRE table"), "FIRE table");
+static void fire_size(fire_state *st, int nseq, int H, int T) {
+    if (st->bias && st->T == T && st->nseq == nseq) return;
+    size_t n = size_mul((size_t)nseq * H, size_mul((size_t)T, (size_t)T, "FIRE table"), "FIRE table");
     free(st->bias), free(st->grad);
     st->bias = xcalloc(n, sizeof(float));
     st->grad = xcalloc(n, sizeof(float));
-    st->T = T;
+    st->T = T, st->nseq = nseq;
 }
 
 static size_t fire_table_floats(const pe_t *pe, int T) { return 2 * (size_t)pe->cfg->heads * T * T; }
@@ -59,30 +60,45 @@ static void fire_cl(const pe_t *pe, const float *params, int layer, double *c, d
     *L = exp(params[pe->off[SLOT_L] + layer]);
 }
 
+// Position i of sequence s: i itself, or under --rand-pos the drawn one.
+static int fire_pos(const pe_t *pe, int s, int i) { return pe->pos ? pe->pos[(size_t)s * pe->pos_T + i] : i; }
+
+// The tables: one (without --rand-pos; T is then the length) or one per
+// sequence of the batch (its drawn positions; T is then --rand-pos's MAX and
+// the batch's length is pos_T).
 static void fire_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     fire_state *st = pe->state;
-    int H = pe->cfg->heads;
-    fire_size(st, H, T);
+    int H = pe->cfg->heads, nseq = pe->pos ? pe->pos_B : 1;
+    T = pe->pos ? pe->pos_T : T;
+    fire_size(st, nseq, H, T);
     pe_mlp m = fire_shape(pe);
     double c, L;
     fire_cl(pe, params, layer, &c, &L);
     size_t TT = (size_t)T * T;
     // Every pair on its own: the rows can go to any thread, the bits stay.
 #pragma omp parallel for schedule(dynamic, 8)
-    for (int i = 0; i < T; i++) {
-        float out[H];
-        double den = log(c * (L > i ? L : i) + 1.0);
+    for (int row = 0; row < nseq * T; row++) {
+        int s = row / T, i = row % T, pi = fire_pos(pe, s, i);
+        float out[H], *b = st->bias + (size_t)s * H * TT + (size_t)i * T;
+        double den = log(c * (L > pi ? L : pi) + 1.0);
         for (int j = 0; j <= i; j++) {
-            pe_mlp_forward(&m, pe, params, layer, (float)(log(c * (i - j) + 1.0) / den), out);
-            for (int h = 0; h < H; h++) st->bias[h * TT + (size_t)i * T + j] = out[h];
+            pe_mlp_forward(&m, pe, params, layer, (float)(log(c * (pi - fire_pos(pe, s, j)) + 1.0) / den), out);
+            for (int h = 0; h < H; h++) b[h * TT + j] = out[h];
         }
     }
+}
+
+// Head h's table for the sequence whose positions are pos.
+static size_t fire_table_at(const pe_t *pe, int h, int i0, const int *pos) {
+    const fire_state *st = pe->state;
+    size_t s = pos ? (size_t)(pos - pe->pos) / pe->pos_T : 0;
+    return ((s * pe->cfg->heads + h) * st->T + i0) * st->T;
 }
 
 static void fire_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
                                int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     const fire_state *st = pe->state;
-    const float *b = st->bias + (size_t)h * st->T * st->T + (size_t)i0 * st->T;
+    const float *b = st->bias + fire_table_at(pe, h, i0, pos);
     for (int r = 0; r < nq; r++)
         for (int j = 0; j < nk; j++) s[(size_t)r * lds + j] += b[(size_t)r * st->T + j];
 }
@@ -91,22 +107,23 @@ static void fire_score_backward(pe_t *pe, const float *params, float *grads, int
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                                 const float *ds, int lds, const int *pos) {
     fire_state *st = pe->state;
-    float *g = st->grad + (size_t)h * st->T * st->T + (size_t)i0 * st->T;
+    float *g = st->grad + fire_table_at(pe, h, i0, pos);
     for (int r = 0; r < nq; r++)
         for (int j = 0; j < nk; j++) g[(size_t)r * st->T + j] += ds[(size_t)r * lds + j];
 }
 
-// Through the MLP, then x = A/D, A = ψ(n), D = ψ(M), M = max(L, i):
-//   ∂x/∂c = (n/(cn + 1))/D − A·(M/(cM + 1))/D²,  ∂x/∂L = −A·(c/(cL + 1))/D² when L > i;
+// Through the MLP, then x = A/D, A = ψ(n), D = ψ(M), n = p_i − p_j, M = max(L, p_i):
+//   ∂x/∂c = (n/(cn + 1))/D − A·(M/(cM + 1))/D²,  ∂x/∂L = −A·(c/(cL + 1))/D² when L > p_i;
 // c = exp(γ_c) and L = exp(γ_L) multiply by c and L.
-// The rows go in fixed blocks of FIRE_ROWS, each summing its own share of
-// the gradients; the shares are added in block order, so the thread count
-// does not change the bits.
+// The rows (of every sequence, one after the other) go in fixed blocks of
+// FIRE_ROWS, each summing its own share of the gradients; the shares are
+// added in block order, so the thread count does not change the bits.
 enum { FIRE_ROWS = 16 };
 
 static void fire_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
     fire_state *st = pe->state;
-    int H = pe->cfg->heads, nblk = (T + FIRE_ROWS - 1) / FIRE_ROWS;
+    int H = pe->cfg->heads, nseq = st->nseq, nrows = nseq * st->T, nblk = (nrows + FIRE_ROWS - 1) / FIRE_ROWS;
+    T = st->T;
     pe_mlp m = fire_shape(pe);
     double c, L;
     fire_cl(pe, params, layer, &c, &L);
@@ -117,17 +134,19 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
     for (int blk = 0; blk < nblk; blk++) {
         float dout[H], *local = share + (size_t)blk * nf;
         double gc = 0, gl = 0;
-        int hi = (blk + 1) * FIRE_ROWS < T ? (blk + 1) * FIRE_ROWS : T;
-        for (int i = blk * FIRE_ROWS; i < hi; i++) {
-            double M = L > i ? L : i, D = log(c * M + 1.0);
+        int hi = (blk + 1) * FIRE_ROWS < nrows ? (blk + 1) * FIRE_ROWS : nrows;
+        for (int row = blk * FIRE_ROWS; row < hi; row++) {
+            int s = row / T, i = row % T, pi = fire_pos(pe, s, i);
+            const float *g = st->grad + (size_t)s * H * TT + (size_t)i * T;
+            double M = L > pi ? L : pi, D = log(c * M + 1.0);
             for (int j = 0; j <= i; j++) {
                 int any = 0;
-                for (int h = 0; h < H; h++) dout[h] = st->grad[h * TT + (size_t)i * T + j], any |= dout[h] != 0.0f;
+                for (int h = 0; h < H; h++) dout[h] = g[h * TT + j], any |= dout[h] != 0.0f;
                 if (!any) continue;
-                double n = i - j, A = log(c * n + 1.0);
+                double n = pi - fire_pos(pe, s, j), A = log(c * n + 1.0);
                 double dx = pe_mlp_backward_local(&m, pe, params, layer, (float)(A / D), dout, local);
                 gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
-                if (L > i) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));
+                if (L > pi) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));
             }
         }
         gcl[2 * blk] = gc, gcl[2 * blk + 1] = gl;
@@ -140,13 +159,14 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
     free(share), free(gcl);
     grads[pe->off[SLOT_C] + layer] += (float)(gc * c);
     grads[pe->off[SLOT_L] + layer] += (float)(gl * L);
-    memset(st->grad, 0, sizeof(float) * H * TT);
+    memset(st->grad, 0, sizeof(float) * nseq * H * TT);
 }
 
 const pe_ops pe_fire_ops = {
     .name = "fire",
     .summary = "a learned MLP of the log distance over the log query position, per layer (Li et al. 2023)",
     .causal_only = 1,
+    .reads_positions = 1,
     .init = fire_init,
     .free = fire_free,
     .layer_begin = fire_layer_begin,

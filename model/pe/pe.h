@@ -115,6 +115,12 @@ struct pe {
     int tensor[PE_MAX_TENSORS];   // indices into the param table of the tensors it declared
     size_t off[PE_MAX_TENSORS];   // their offsets in the parameter buffer
     void *state;     // the encoding's private data
+    // The batch's positions (pos_B, pos_T) under --rand-pos, NULL otherwise:
+    // set by the model before layer_begin, for an encoding whose tables
+    // depend on more than the distance (FIRE). A hook's own `pos` is then
+    // row b = (pos − this) / pos_T of it.
+    const int *pos;
+    int pos_B, pos_T;
 };
 
 // The registry (model/pe/registry.c): every encoding, in a fixed order.
