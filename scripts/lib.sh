@@ -7,6 +7,8 @@
 #   JOBS=N          runs at a time (default: the number of cores)
 #   THREADS=N       threads per run (default 1; the thread count does not
 #                   change the results, README "Threads")
+#   RUN="PREFIX"    a command put before every ./train run, e.g. "srun -n1 -c1"
+#                   on a Slurm cluster or "mpirun -np 1 -host H" (default none)
 #   QUICK=1         a tiny budget, to check that the script and its outputs work
 #   OUT=DIR         where the tables and pictures go (default results)
 #   ARGS="…"        extra options for every ./train run
@@ -22,6 +24,7 @@ THREADS=${THREADS:-1}
 QUICK=${QUICK:-0}
 OUT=${OUT:-results}
 ARGS=${ARGS:-}
+RUN=${RUN:-}
 if [ "$QUICK" = 1 ]; then SEEDS=${QUICK_SEEDS:-"1 2"}; fi
 mkdir -p "$OUT"
 make -s train pelab-plot
@@ -42,13 +45,14 @@ run_all() {
   start=$(date +%s)
   n=$(wc -l < "$1")
   echo "$(basename "$0"): $n runs, $JOBS at a time"
-  export tmp THREADS
+  export tmp THREADS RUN
   # shellcheck disable=SC2016
   xargs -P "$JOBS" -L 1 bash -c '
     id=$0
     t0=$(date +%s.%N)
-    if ! ./train "$@" --threads "$THREADS" --quiet --json "$tmp/$id.json" > "$tmp/$id.out" 2>&1; then
-      echo "run $id failed: ./train $* --threads $THREADS" >&2; cat "$tmp/$id.out" >&2; exit 255
+    # shellcheck disable=SC2086
+    if ! $RUN ./train "$@" --threads "$THREADS" --quiet --json "$tmp/$id.json" > "$tmp/$id.out" 2>&1; then
+      echo "run $id failed: ${RUN:+$RUN }./train $* --threads $THREADS" >&2; cat "$tmp/$id.out" >&2; exit 255
     fi
     awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN { printf \"%.1f\\n\", b - a }" > "$tmp/$id.secs"
     echo "  $id: $(grep -E "^(eval|order_acc)" "$tmp/$id.out" | tr "\n" " ")"
