@@ -16,6 +16,14 @@ ifneq ($(NO_OMP),1)
 CFLAGS += -fopenmp
 LDFLAGS += -fopenmp
 endif
+# MPI=1: ./train itself is built with MPI (mpirun -np R ./train …). Without
+# it, `make train-mpi` builds the MPI binary beside the plain one.
+MPICC ?= mpicc
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo yes)
+ifeq ($(MPI),1)
+CC = $(MPICC)
+CFLAGS += -DPELAB_MPI
+endif
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
@@ -45,6 +53,10 @@ deps:
 
 train: $(LIB_SRC) train.c $(HEADERS) | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
+
+train-mpi: $(LIB_SRC) train.c $(HEADERS) | check-deps
+	@command -v $(MPICC) >/dev/null || { echo "no $(MPICC): install OpenMPI with  scripts/install-deps.sh --mpi"; exit 1; }
+	$(MPICC) $(CFLAGS) -DPELAB_MPI $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
 
 tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
@@ -95,8 +107,8 @@ run: deps
 	./train
 
 test: deps
-	$(MAKE) train pelab-plot tests/test_pelab
+	$(MAKE) train pelab-plot tests/test_pelab $(if $(HAVE_MPI),train-mpi)
 	./tests/test_pelab
 
 clean:
-	rm -f train pelab-plot tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
+	rm -f train train-mpi pelab-plot tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli

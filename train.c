@@ -12,6 +12,7 @@
 #endif
 
 #include "cli/options.h"
+#include "core/dist.h"
 #include "core/files.h"
 #include "core/startup.h"
 #include "data/data.h"
@@ -145,7 +146,7 @@ static void check_paths(const options *o) {
     char err[1024];
     int usage;
     for (int i = 0; i < n; i++)
-        if (f[i].output && f[i].path && !check_output_path(f[i].path, f[i].what, &usage, err, sizeof err)) {
+        if (f[i].output && f[i].path && dist_rank() == 0 && !check_output_path(f[i].path, f[i].what, &usage, err, sizeof err)) {
             if (usage) die_usage("%s", err);
             die_runtime("%s", err);
         }
@@ -182,7 +183,11 @@ static void load_checkpoint(options *o, run_t *r) {
     if (o->resume) {
         const train_state *st = &r->st;
         o->data = st->data;
-        o->batch = st->batch, o->warmup = st->warmup, o->lr = st->lr, o->wd = st->wd, o->clip = st->clip;
+        // the checkpoint holds the global batch; each of the processes takes its share
+        if (st->batch % dist_size())
+            die_usage("--resume %s: its batch of %d rows does not split over %d processes; resume with a number of "
+                      "processes that divides it", o->resume, st->batch, dist_size());
+        o->batch = st->batch / dist_size(), o->warmup = st->warmup, o->lr = st->lr, o->wd = st->wd, o->clip = st->clip;
         o->seed = (long)st->seed;
         if (!options_given(o, "steps")) o->steps = st->steps;
         r->start_step = st->step;
@@ -313,10 +318,24 @@ static void resolve_run(options *o, run_t *r) {
     if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
 }
 
+static void write_checkpoint(const options *o, const run_t *r, long step);
+
+// Every process calls it: they compare their weights (CRC-32), process 0
+// writes, and all wait until the file is in place.
 static void save_checkpoint(const options *o, const run_t *r, long step) {
+    unsigned crc = (unsigned)crc32_update(0, r->m.params, sizeof(float) * r->m.tab.total), lo, hi;
+    dist_min_max(crc, &lo, &hi);
+    if (lo != hi)
+        die_runtime("after step %ld the processes' weights differ (CRC-32 %08x to %08x); stopped without saving; the "
+                    "last checkpoint written is intact", step, lo, hi);
+    if (dist_rank() == 0) write_checkpoint(o, r, step);
+    dist_barrier();
+}
+
+static void write_checkpoint(const options *o, const run_t *r, long step) {
     train_state st;
     memset(&st, 0, sizeof st);
-    st.step = step, st.steps = o->steps, st.batch = (int32_t)o->batch, st.warmup = (int32_t)o->warmup;
+    st.step = step, st.steps = o->steps, st.batch = (int32_t)(o->batch * dist_size()), st.warmup = (int32_t)o->warmup;
     st.lr = o->lr, st.wd = o->wd, st.clip = o->clip, st.seed = (uint64_t)o->seed, st.data_rng = r->d.rng.s;
     snprintf(st.data, sizeof st.data, "%s", o->data);
     data_identity(&r->d, &st.data_size, &st.data_crc);
@@ -335,6 +354,7 @@ static void stop_for_signal(const options *o, const run_t *r, long step) {
         printf("interrupted by %s after step %ld; nothing saved (no --save)\n", name, step);
     }
     fflush(stdout);
+    dist_finish();
     exit(128 + sig);  // run_release frees the run
 }
 
@@ -363,6 +383,24 @@ static curve_point measure_point(const options *o, run_t *r, long step, double t
     return c;
 }
 
+// MPI: the global step from every process's share. Each process's gradient
+// is the mean over its targets, so it is weighted by its share of the
+// targets before the sum; the loss likewise. A stop signal that reached any
+// process stops them all after this step.
+static double combine_processes(model_t *m, const int *tgt, size_t n, double loss, long step) {
+    double mine = 0;
+    for (size_t i = 0; i < n; i++) mine += tgt[i] >= 0;
+    double v[4] = {mine, mine ? loss * mine : 0.0, stop_signal != 0, stop_signal};
+    dist_sum_doubles(v, 4);
+    if (v[0] == 0) return loss;
+    float w = (float)(mine / v[0]);
+    for (size_t i = 0; i < m->tab.total; i++) m->grads[i] *= w;
+    dist_sum_floats(m->grads, m->tab.total);
+    if (v[2] > 0 && !stop_signal) stop_signal = (int)(v[3] / v[2]);
+    (void)step;
+    return v[1] / v[0];
+}
+
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
     *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, NULL, 0};
@@ -375,7 +413,12 @@ static void train(const options *o, run_t *r, train_report *tr) {
     model_acts_alloc(&r->a, m, B, T, 1);
     r->have_acts = 1;
     size_t BT = (size_t)B * T;
-    r->tok = xmalloc(sizeof(int) * BT), r->tgt = xmalloc(sizeof(int) * BT), r->seg = xmalloc(sizeof(int) * BT);
+    // Every process draws the whole global batch (R·B rows) from the same
+    // stream and trains on its own B rows of it.
+    const int R = dist_size(), rank = dist_rank();
+    size_t all = BT * R, mine = BT * rank;
+    r->tok = xmalloc(sizeof(int) * all), r->tgt = xmalloc(sizeof(int) * all), r->seg = xmalloc(sizeof(int) * all);
+    r->a.pos_row0 = B * rank;
     adamw_hparams hp = {o->lr, 0.9f, 0.95f, 1e-8f, o->wd};
     long log_every = o->log_every ? o->log_every : (o->steps >= 10 ? o->steps / 10 : 1);
     const char *save_note = o->save ? " (the last checkpoint written is intact)" : "";
@@ -387,17 +430,22 @@ static void train(const options *o, run_t *r, train_report *tr) {
     // sleeps n ms after each step, so that a test's signal lands mid-run however fast the machine
     const char *nan_env = getenv("PELAB_TEST_NAN_AT"), *sleep_env = getenv("PELAB_TEST_STEP_SLEEP_MS");
     long nan_at = nan_env ? atol(nan_env) : -1, sleep_ms = sleep_env ? atol(sleep_env) : 0;
+    // PELAB_TEST_KILL_RANK=r PELAB_TEST_KILL_AT=k: process r dies (SIGKILL) after step k
+    const char *kr = getenv("PELAB_TEST_KILL_RANK"), *ka = getenv("PELAB_TEST_KILL_AT");
+    long die_rank = kr ? atol(kr) : -1, die_at = ka ? atol(ka) : -1;
     double t0 = now_seconds();
     for (long step = r->start_step; step < end_step; step++) {
-        data_next_batch(&r->d, B, T, r->tok, r->tgt, r->seg);
+        data_next_batch(&r->d, B * R, T, r->tok, r->tgt, r->seg);
         model_draw_positions(m, &r->a, (unsigned long long)o->seed, (unsigned long long)step + 1);  // --rand-pos
-        double loss = model_forward(m, &r->a, r->tok, r->tgt, r->seg);
+        const int *tok = r->tok + mine, *tgt = r->tgt + mine, *seg = r->seg + mine;
+        double loss = model_forward(m, &r->a, tok, tgt, seg);
         if (step + 1 == nan_at) loss = NAN;
+        model_zero_grad(m);
+        model_backward(m, &r->a, tok, tgt, seg);
+        if (R > 1) loss = combine_processes(m, tgt, BT, loss, step + 1);
         if (!isfinite(loss))
             die_runtime("non-finite loss (%g) at step %ld; stopped without saving%s; lower --lr or check the data", loss,
                         step + 1, save_note);
-        model_zero_grad(m);
-        model_backward(m, &r->a, r->tok, r->tgt, r->seg);
         hp.lr = lr_schedule(o->lr, (int)o->warmup, step, o->steps);
         float norm = model_adamw_step(m, &hp, o->clip, step + 1);
         if (!isfinite(norm)) die_runtime("non-finite gradient at step %ld; stopped without saving%s; lower --lr", step + 1, save_note);
@@ -405,7 +453,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
         tr->final_loss = loss;
         tr->steps_done = step + 1;
         tr->seconds = now_seconds() - t0;
-        tr->tokens_per_s = (double)done * BT / tr->seconds;
+        tr->tokens_per_s = (double)done * all / tr->seconds;
         int curve_now = o->eval_every && ((step + 1) % o->eval_every == 0 || step + 1 == end_step);
         if (curve_now) {
             double e0 = now_seconds();
@@ -426,6 +474,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
             fflush(stdout);
         }
         if (sleep_ms > 0) usleep((useconds_t)sleep_ms * 1000);
+        if (step + 1 == die_at && dist_rank() == die_rank) raise(SIGKILL);
         if (o->save && o->save_every && (step + 1) % o->save_every == 0 && step + 1 < end_step) save_checkpoint(o, r, step + 1);
         if (stop_signal) stop_for_signal(o, r, step + 1);
     }
@@ -658,13 +707,17 @@ static int check_stdout(const options *o, int status) {
 static void print_header(const options *o, const run_t *r) {
     if (o->quiet) return;
     const model_config *c = &r->m.cfg;
-    printf("pelab %s: data=%s pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld\n",
+    printf("pelab %s: data=%s pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld",
            PELAB_VERSION, o->data, c->pe, c->causal ? "causal" : "bidir", c->ctx, c->d_model, c->layers, c->heads,
            model_num_params(&r->m), o->batch, o->steps, o->threads);
+    if (dist_size() > 1) printf(" processes=%d (global batch %ld)", dist_size(), o->batch * dist_size());
+    printf("\n");
 }
 
 int main(int argc, char **argv) {
     startup_blas_kernel(argv);
+    dist_init(&argc, &argv);
+    if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) die_runtime("cannot silence process %d's output", dist_rank());
     options o;
     options_defaults(&o);
     options_parse(&o, argc, argv);
@@ -674,9 +727,13 @@ int main(int argc, char **argv) {
 
     train_report tr;
     train(&o, &run, &tr);
-    if (!finish_training(&o, &run, &tr)) return check_stdout(&o, 0);  // --stop-at: resume later
+    if (!finish_training(&o, &run, &tr)) {  // --stop-at: resume later
+        dist_finish();
+        return check_stdout(&o, 0);
+    }
     eval_report er;
     evaluate(&o, &run, &er);
-    report(&o, &run, &tr, &er);
+    if (dist_rank() == 0) report(&o, &run, &tr, &er);
+    dist_finish();
     return check_stdout(&o, er.any_ok ? 0 : EXIT_RUNTIME);
 }

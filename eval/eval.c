@@ -1,6 +1,8 @@
 // eval.c — see eval.h.
 #include "eval.h"
 
+#include "../core/dist.h"
+
 // --rand-pos models see random positions at evaluation too (Ruoss et al.
 // 2023 evaluate that way): drawn from this fixed stream, so that every
 // evaluation of a model scores the same windows with the same positions.
@@ -35,9 +37,10 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     model_eval_length(m, L);  // e.g. RoPE's context extension, for this evaluation only
     size_t BT = (size_t)B * L;
     int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
-    double sum = 0.0;
-    size_t count = 0;
-    for (size_t w0 = 0; w0 < windows; w0 += (size_t)B) {
+    // MPI: the batches of windows are dealt out to the processes in turn
+    double sum = 0.0, count = 0.0;
+    size_t R = (size_t)dist_size(), first = (size_t)dist_rank() * (size_t)B;
+    for (size_t w0 = first; w0 < windows; w0 += (size_t)B * R) {
         int nb = (int)(windows - w0 < (size_t)B ? windows - w0 : (size_t)B);
         for (int b = 0; b < B; b++) {
             size_t o = (size_t)b * L;
@@ -52,8 +55,11 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
         model_draw_positions(m, &a, EVAL_POSITIONS_SEED, w0 + 1);  // --rand-pos: as in training, drawn per window
         double loss = model_forward(m, &a, tok, tgt, seg);
         sum += loss * (double)n;
-        count += n;
+        count += (double)n;
     }
+    double both[2] = {sum, count};
+    dist_sum_doubles(both, 2);
+    sum = both[0], count = both[1];
     model_eval_length(m, 0);
     free(tok);
     free(tgt);
@@ -64,8 +70,8 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
         return;
     }
     r->ok = 1;
-    r->tokens = count;
-    r->loss = count ? sum / (double)count : 0.0;
+    r->tokens = (size_t)count;
+    r->loss = count ? sum / count : 0.0;
     r->ppl = exp(r->loss);
     r->seconds = now_seconds() - t0;
 }

@@ -268,7 +268,8 @@ void model_draw_positions(const model_t *m, model_acts *a, unsigned long long se
     for (int b = 0; b < a->B; b++) {
         // selection sampling (Knuth's algorithm S): each of [0, MAX) in turn is
         // kept with probability (still needed)/(still left), so the subset comes out sorted
-        rng_t r = {seed * 0x9E3779B97F4A7C15ULL ^ (key * 0xBF58476D1CE4E5B9ULL + (unsigned long long)b + 1)};
+        unsigned long long row = (unsigned long long)a->pos_row0 + (unsigned long long)b;  // in the global batch
+        rng_t r = {seed * 0x9E3779B97F4A7C15ULL ^ (key * 0xBF58476D1CE4E5B9ULL + row + 1)};
         int *p = a->pos + (size_t)b * T, got = 0;
         for (int x = 0; x < MAX && got < T; x++)
             if (rng_below(&r, (unsigned long long)(MAX - x)) < (unsigned long long)(T - got)) p[got++] = x;

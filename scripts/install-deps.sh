@@ -3,13 +3,15 @@
 #   scripts/install-deps.sh            build dependencies
 #   scripts/install-deps.sh --torch    also python3-torch (the PyTorch reference)
 #   scripts/install-deps.sh --fuzz     also clang and its libFuzzer runtime
+#   scripts/install-deps.sh --mpi      also OpenMPI (make train-mpi, make MPI=1)
 set -euo pipefail
 want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev fonts-dejavu-core)
 for arg in "$@"; do
     case "$arg" in
         --torch) want+=(python3 python3-torch python3-numpy) ;;
         --fuzz) want+=(clang libclang-rt-14-dev) ;;
-        *) echo "usage: $0 [--torch] [--fuzz]" >&2; exit 2 ;;
+        --mpi) want+=(libopenmpi-dev openmpi-bin) ;;
+        *) echo "usage: $0 [--torch] [--fuzz] [--mpi]" >&2; exit 2 ;;
     esac
 done
 missing=()

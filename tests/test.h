@@ -46,7 +46,7 @@ void test_fill_normal(float *x, size_t n, float std, unsigned long long seed);
 // The suites; each returns its failed-check count and prints one line per test.
 int run_tests(const test_case *tests, int n, int *passed, int *failed, const char *filter);
 
-extern const test_case kernel_tests[], grad_tests[], prop_tests[], task_tests[], cli_tests[], torch_tests[];
-extern const int n_kernel_tests, n_grad_tests, n_prop_tests, n_task_tests, n_cli_tests, n_torch_tests;
+extern const test_case kernel_tests[], grad_tests[], prop_tests[], task_tests[], cli_tests[], torch_tests[], mpi_tests[];
+extern const int n_kernel_tests, n_grad_tests, n_prop_tests, n_task_tests, n_cli_tests, n_torch_tests, n_mpi_tests;
 
 #endif

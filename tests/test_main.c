@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
     run_tests(task_tests, n_task_tests, &passed, &failed, filter);
     run_tests(cli_tests, n_cli_tests, &passed, &failed, filter);
     run_tests(torch_tests, n_torch_tests, &passed, &failed, filter);
+    run_tests(mpi_tests, n_mpi_tests, &passed, &failed, filter);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

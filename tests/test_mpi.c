@@ -1,0 +1,120 @@
+// test_mpi.c — data-parallel training over MPI (README "MPI"), with
+// ./train-mpi under mpirun: two processes with --batch 4 take the same steps
+// as one with --batch 8, twice the same bytes, a checkpoint of two processes
+// resumes in one, and one process dying ends the job with a non-zero status
+// and a loadable checkpoint. Skipped, with a message, without OpenMPI.
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static char dir[] = "/tmp/pelab-mpi-XXXXXX";
+static char out[1 << 14];
+
+#define MPIRUN "mpirun -np %d --oversubscribe --bind-to none -x PELAB_TEST_KILL_RANK -x PELAB_TEST_KILL_AT "
+#define SHAPE "--d-model 32 --layers 2 --heads 2 --ctx 32 --lr 1e-2 --threads 1 --quiet --eval-tokens 2048 "
+
+static int have_mpi(void) {
+    struct stat st;
+    if (stat("./train-mpi", &st) != 0 || system("command -v mpirun >/dev/null 2>&1") != 0) return 0;
+    if (geteuid() == 0) {  // OpenMPI refuses root unless told (README "MPI")
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    }
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);  // containers often forbid the kernel's copy
+    static int made;
+    if (!made && !mkdtemp(dir)) return 0;
+    made = 1;
+    return 1;
+}
+
+// Runs a shell command; its stdout and stderr land in out. Returns the exit status.
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[2048], path[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd - 80, fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof path, "%s/out", dir);
+    size_t n = strlen(cmd);
+    snprintf(cmd + n, sizeof cmd - n, " > %s 2>&1", path);
+    int s = system(cmd);
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    out[k] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
+}
+
+// The number after `key` in the file dir/name (a --json file), or NAN.
+static double json_num(const char *name, const char *key) {
+    char path[128], buf[1 << 14];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+    const char *p = strstr(buf, key);
+    return p ? atof(p + strlen(key)) : NAN;
+}
+
+static int close_enough(double a, double b) { return fabs(a - b) <= 1e-5 * fabs(b); }
+
+static int test_two_processes_one_step(void) {
+    int fails = 0;
+    if (!have_mpi()) return printf("    SKIPPED: no ./train-mpi or mpirun (scripts/install-deps.sh --mpi; make train-mpi)\n"), 0;
+    int s2 = sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --batch 4 --json %s/two.json --save %s/two.ck", 2, dir, dir);
+    int s1 = sh("./train " SHAPE "--steps 20 --batch 8 --json %s/one.json", dir);
+    EXPECT(s2 == 0 && s1 == 0, "runs: exit %d and %d (%s)", s2, s1, out);
+    double l2 = json_num("two.json", "\"final_loss\": "), l1 = json_num("one.json", "\"final_loss\": ");
+    double e2 = json_num("two.json", "\"loss\": "), e1 = json_num("one.json", "\"loss\": ");
+    EXPECT(close_enough(l2, l1), "final loss: 2 processes × batch 4 %.7f, 1 × batch 8 %.7f", l2, l1);
+    EXPECT(close_enough(e2, e1), "eval loss: 2 processes %.7f, 1 process %.7f", e2, e1);
+    // the same two-process run again: the same bytes
+    sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --batch 4 --save %s/again.ck", 2, dir);
+    EXPECT(sh("cmp %s/two.ck %s/again.ck", dir, dir) == 0, "two identical two-process runs saved different checkpoints");
+    return fails;
+}
+
+static int test_resume_other_process_count(void) {
+    int fails = 0;
+    if (!have_mpi()) return printf("    SKIPPED: no ./train-mpi or mpirun\n"), 0;
+    int s = sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --stop-at 10 --batch 4 --save %s/half.ck", 2, dir);
+    EXPECT(s == 0, "two processes, --stop-at 10: exit %d (%s)", s, out);
+    s = sh("./train --resume %s/half.ck --save %s/half.ck --threads 1 --quiet --eval-tokens 2048 --json %s/resumed.json", dir, dir, dir);
+    EXPECT(s == 0, "resumed in one process: exit %d (%s)", s, out);
+    sh("./train " SHAPE "--steps 20 --batch 8 --json %s/one.json", dir);
+    double a = json_num("resumed.json", "\"final_loss\": "), b = json_num("one.json", "\"final_loss\": ");
+    EXPECT(close_enough(a, b), "2 processes then 1: final loss %.7f, 1 process throughout %.7f", a, b);
+    s = sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --stop-at 10 --batch 3 --save %s/odd.ck", 2, dir);
+    s = sh(MPIRUN "./train-mpi --resume %s/odd.ck --quiet --threads 1", 4, dir);
+    EXPECT(s != 0 && strstr(out, "does not split over 4 processes"), "a batch of 6 over 4 processes: exit %d (%s)", s, out);
+    return fails;
+}
+
+static int test_dead_process_ends_the_job(void) {
+    int fails = 0;
+    if (!have_mpi()) return printf("    SKIPPED: no ./train-mpi or mpirun\n"), 0;
+    setenv("PELAB_TEST_KILL_RANK", "1", 1);
+    setenv("PELAB_TEST_KILL_AT", "25", 1);
+    int s = sh(MPIRUN "./train-mpi " SHAPE "--steps 60 --batch 4 --save %s/dead.ck --save-every 10", 2, dir);
+    unsetenv("PELAB_TEST_KILL_RANK");
+    unsetenv("PELAB_TEST_KILL_AT");
+    EXPECT(s != 0, "process 1 was killed at step 25, yet mpirun exited 0");
+    s = sh("./train --load %s/dead.ck --threads 1 --eval-tokens 512", dir);
+    EXPECT(s == 0, "the checkpoint of step 20 should load: exit %d (%s)", s, out);
+    sh("rm -rf %s", dir);
+    return fails;
+}
+
+const test_case mpi_tests[] = {
+    {"mpi/two_processes_take_the_step_of_one", test_two_processes_one_step},
+    {"mpi/resume_with_another_process_count", test_resume_other_process_count},
+    {"mpi/a_dead_process_ends_the_job", test_dead_process_ends_the_job},
+};
+const int n_mpi_tests = sizeof mpi_tests / sizeof mpi_tests[0];
