@@ -65,9 +65,10 @@ bench-pelab: $(LIB_SRC) scripts/bench.c $(HEADERS) | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ scripts/bench.c $(LIB_SRC) $(LDLIBS)
 
 bench: deps
-	$(MAKE) bench-pelab
+	$(MAKE) bench-pelab train $(if $(HAVE_MPI),train-mpi)
 	@mkdir -p results
 	./bench-pelab
+	scripts/bench-mpi.sh
 
 # libFuzzer harnesses (clang; no OpenMP there: clang's needs libomp).
 FUZZ_SECONDS ?= 30

@@ -97,6 +97,7 @@ static void run_release(void) {
 typedef struct {
     long steps_done;
     double final_loss, tokens_per_s, seconds;
+    double comm_seconds;  // MPI: in the gradient sums
     curve_point *curve;  // --eval-every points, owned by the run
     int n_curve;
 } train_report;
@@ -403,7 +404,7 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
 
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
-    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, NULL, 0};
+    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, 0.0, NULL, 0};
     const int B = (int)o->batch, T = (int)o->ctx;
     long end_step = o->stop_at && o->stop_at < o->steps ? o->stop_at : o->steps;
     if (r->start_step >= end_step) return;
@@ -442,7 +443,11 @@ static void train(const options *o, run_t *r, train_report *tr) {
         if (step + 1 == nan_at) loss = NAN;
         model_zero_grad(m);
         model_backward(m, &r->a, tok, tgt, seg);
-        if (R > 1) loss = combine_processes(m, tgt, BT, loss, step + 1);
+        if (R > 1) {
+            double c0 = now_seconds();
+            loss = combine_processes(m, tgt, BT, loss, step + 1);
+            tr->comm_seconds += now_seconds() - c0;
+        }
         if (!isfinite(loss))
             die_runtime("non-finite loss (%g) at step %ld; stopped without saving%s; lower --lr or check the data", loss,
                         step + 1, save_note);
@@ -535,6 +540,8 @@ static void write_json(const char *path, const options *o, const model_t *m, con
     json_number(f, "%.1f", tr->tokens_per_s);
     fprintf(f, ", \"seconds\": ");
     json_number(f, "%.3f", tr->seconds);
+    fprintf(f, ", \"processes\": %d, \"allreduce_seconds\": ", dist_size());
+    json_number(f, "%.3f", tr->comm_seconds);
     fprintf(f, "}, \"eval\": [");
     for (int i = 0; i < o->eval_ctx.n; i++) {
         const eval_result *ev = &er->ev[i];
