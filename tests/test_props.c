@@ -565,8 +565,7 @@ static int test_rand_pos_positions(void) {
         const pe_ops *abs, *rel;
         char err[128];
         pe_parse_spec(pe, &abs, &rel, err, sizeof err);
-        // FIRE divides by ψ(max(L, i)): it sees the query's own position too
-        int sees_shift = abs || !strcmp(rel->name, "fire");
+        int sees_shift = abs || rel->query_position;  // FIRE divides by ψ(max(L, i))
         if (!sees_shift) EXPECT(d_shift < 2e-4f, "pe=%s: shifting every position by 100 moves the logits by %g", pe, d_shift);
         else EXPECT(d_shift > 1e-4f, "pe=%s: an encoding of absolute positions should see the shift (%g)", pe, d_shift);
         EXPECT(d_spread > 1e-4f, "pe=%s: positions 0, 3, 6, … should change the logits (%g)", pe, d_spread);

@@ -167,6 +167,7 @@ const pe_ops pe_fire_ops = {
     .summary = "a learned MLP of the log distance over the log query position, per layer (Li et al. 2023)",
     .causal_only = 1,
     .reads_positions = 1,
+    .query_position = 1,
     .init = fire_init,
     .free = fire_free,
     .layer_begin = fire_layer_begin,

@@ -57,6 +57,8 @@ typedef struct pe_ops {
     const pe_option *options;  // terminated by an entry with name NULL; may be NULL
     int reads_positions;       // its hooks honour the positions they are given (--rand-pos is allowed)
     int causal_only;           // refuses bidirectional attention (pe_resolve says so; --list-pe shows it)
+    int query_position;        // a relative encoding that also reads the query's own position (FIRE's
+                               // normaliser): a common shift of all positions changes its scores
     int kinks;                 // only piecewise smooth in q, k (CoPE interpolates between integer
                                // counts): the finite-difference checks tolerate a few steps across a kink
 
