@@ -45,9 +45,9 @@ static int read_grid(const char *path, grid *g, char *err, size_t errlen) {
         char *end;
         errno = 0;
         double v = strtod(c2 + 1, &end);
-        int empty = !c2[1], ok = !empty && end != c2 + 1 && !*end && !errno && v >= 0 && v <= 1;
+        int empty = !c2[1], number = !empty && end != c2 + 1 && !*end && !errno, ok = number && v >= 0 && v <= 1;
         if (!ok && !empty) {
-            if (lineno == 1) continue;  // a header
+            if (lineno == 1 && !number) continue;  // a header
             fclose(f);
             return snprintf(err, errlen, "%s:%d: the value must be a number in [0, 1], got '%s'", path, lineno, c2 + 1), -1;
         }

@@ -9,6 +9,7 @@
 #include "../model/ops.h"
 #include "../eval/viz.h"
 #include "../plot/canvas.h"
+#include "../plot/heatmap.h"
 #include "../plot/plot.h"
 #include <stb_image.h>
 #include <unistd.h>
@@ -775,6 +776,24 @@ static int test_plot_helper(void) {
     fputs("rope,100,5\n", f);
     fclose(f);
     EXPECT(plot_csv(csv, png, &o, err, sizeof err) != 0 && strstr(err, "panel"), "a series without a panel accepted");
+    // the heatmap: rows × columns of values in [0, 1], empty cells allowed
+    f = fopen(csv, "w");
+    fputs("pe,task,acc\nnone,copy,0.1\nnone,sort,\nrope,copy,0.95\nrope,sort,0.5\n", f);
+    fclose(f);
+    unlink(png);
+    rc = heatmap_csv(csv, png, "t", err, sizeof err);
+    px = rc == 0 ? stbi_load(png, &w, &h, &ch, 3) : NULL;
+    EXPECT(rc == 0 && px && w > 2 * 92 && h > 2 * 30, "heatmap 2×2: rc %d, %dx%d (%s)", rc, w, h, err);
+    free(px);
+    static const char *const bad_heat[] = {"none,copy,1.5\n", "none,copy\n", "a,b,0.5\nnone,copy,x\n", ""};
+    static const char *const why_heat[] = {"[0, 1]", "row,column,value", ":2:", "no cells"};
+    for (int i = 0; i < 4; i++) {
+        f = fopen(csv, "w");
+        fputs(bad_heat[i], f);
+        fclose(f);
+        EXPECT(heatmap_csv(csv, png, NULL, err, sizeof err) != 0 && strstr(err, why_heat[i]),
+               "heatmap input '%s' should be refused with '%s' ('%s')", bad_heat[i], why_heat[i], err);
+    }
     printf("    text drawn in %s\n", canvas_has_font() ? "a TrueType font" : "the built-in pixel font (no font installed)");
     unlink(csv), unlink(png);
     return fails;
