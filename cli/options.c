@@ -18,7 +18,7 @@ static const char SEC_MODEL[] = "data and model", SEC_TRAIN[] = "training", SEC_
 const cli_option cli_options[] = {
     {"data", OPT_STRING, F(data), 0, 0, "cats", NULL, NULL, SEC_MODEL, "SPEC",
      "'cats' (built-in synthetic corpus), 'task:NAME' (a built-in task: copy, reverse, sort, addition, count, "
-     "selective-copy, flipflop) or a text file (bytes)", NOT_WITH_RESUME},
+     "selective-copy, flipflop), an llm.c token shard (GPT-2 tokens) or any other file (bytes)", NOT_WITH_RESUME},
     {"task-len", OPT_STRING, F(task_len), 0, 0, "1:16", NULL, NULL, SEC_MODEL, "A:B",
      "task:NAME: training instances have sizes A..B (README \"Tasks\")", NOT_WITH_LOAD},
     {"test-len", OPT_STRING, F(test_len), 0, 0, NULL, "2x and 4x the longest training size", NULL, SEC_MODEL, "A:B,...",
