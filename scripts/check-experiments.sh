@@ -20,7 +20,7 @@ n_runs=$((n_pe * 2 - n_causal_only))  # encoding and mode pairs of the order exp
 QUICK=1 OUT="$out" scripts/order.sh > "$out/order.log"
 expect "$out/order.csv" $((n_runs * 2 + 1)); expect "$out/order.md" $((n_runs + 8)); expect "$out/order.png" 1
 expect "$out/order_curve.csv" $((n_runs * 2 * 3 + 1)); expect "$out/attn_rope_causal.png" 1
-QUICK=1 OUT="$out" scripts/encodings.sh > "$out/encodings.log"
+QUICK=1 OUT="$out" RUN="env" scripts/encodings.sh > "$out/encodings.log"  # RUN: a prefix, as srun would be
 expect "$out/encodings.csv" $((n_all * 2 + 1)); expect "$out/encodings.md" $((n_all + 5))
 QUICK=1 OUT="$out" scripts/extrapolate.sh > "$out/extrapolate.log"
 expect "$out/extrapolation.csv" $((n_pe * 2 * 5 + 1)); expect "$out/extrapolation.md" $((n_pe + 6)); expect "$out/extrapolation.png" 1
