@@ -10,7 +10,7 @@
 #include "canvas.h"
 #include "../core/common.h"
 
-#define MAX_SERIES 48
+#define MAX_SERIES 128
 #define MAX_POINTS 4096
 
 typedef struct {
@@ -77,7 +77,7 @@ static int read_series(const char *path, series *s, int *ns, int logx, int logy,
         if (k == *ns) {
             if (*ns == MAX_SERIES) {
                 fclose(f);
-                return fail(err, errlen, "%s:%d: more than 48 series ('%s')", path, lineno, line);  // MAX_SERIES
+                return fail(err, errlen, "%s:%d: more than 128 series ('%s')", path, lineno, line);  // MAX_SERIES
             }
             snprintf(s[k].name, sizeof s[k].name, "%.47s", line);
             s[k].n = 0;
