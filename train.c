@@ -388,7 +388,7 @@ static curve_point measure_point(const options *o, run_t *r, long step, double t
 // is the mean over its targets, so it is weighted by its share of the
 // targets before the sum; the loss likewise. A stop signal that reached any
 // process stops them all after this step.
-static double combine_processes(model_t *m, const int *tgt, size_t n, double loss, long step) {
+static double combine_processes(model_t *m, const int *tgt, size_t n, double loss) {
     double mine = 0;
     for (size_t i = 0; i < n; i++) mine += tgt[i] >= 0;
     double v[4] = {mine, mine ? loss * mine : 0.0, stop_signal != 0, stop_signal};
@@ -398,7 +398,6 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
     for (size_t i = 0; i < m->tab.total; i++) m->grads[i] *= w;
     dist_sum_floats(m->grads, m->tab.total);
     if (v[2] > 0 && !stop_signal) stop_signal = (int)(v[3] / v[2]);
-    (void)step;
     return v[1] / v[0];
 }
 
@@ -445,7 +444,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
         model_backward(m, &r->a, tok, tgt, seg);
         if (R > 1) {
             double c0 = now_seconds();
-            loss = combine_processes(m, tgt, BT, loss, step + 1);
+            loss = combine_processes(m, tgt, BT, loss);
             tr->comm_seconds += now_seconds() - c0;
         }
         if (!isfinite(loss))
