@@ -213,15 +213,19 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
         }
         case K_DATA: {
             size_t o = 0;
-            for (const char *p = val; *p && ok; p++) {
+            // An escape is a backslash and one more byte; a lone backslash at
+            // the end stops the loop before it steps past the terminator.
+            for (const char *p = val; *p; p++) {
                 char ch = *p;
                 if (ch == '\\') {
                     p++;
                     ch = *p == 'n' ? '\n' : *p == '\\' ? '\\' : 0;
-                    ok = ch != 0;
                 }
-                if (o + 1 >= sizeof st->data) ok = 0;
-                else st->data[o++] = ch;
+                if (ch == 0 || o + 1 >= sizeof st->data) {
+                    ok = 0;
+                    break;
+                }
+                st->data[o++] = ch;
             }
             st->data[o] = '\0';
             break;
