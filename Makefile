@@ -69,6 +69,7 @@ bench: deps
 	@mkdir -p results
 	./bench-pelab
 	scripts/bench-mpi.sh
+	scripts/bench-attn.sh
 
 # libFuzzer harnesses (clang; no OpenMP there: clang's needs libomp).
 FUZZ_SECONDS ?= 30

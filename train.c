@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -304,6 +305,7 @@ static void resolve_run(options *o, run_t *r) {
                   o->load ? o->load : o->resume, r->m.cfg.vocab, o->data, r->d.vocab);
     }
     check_same_corpus(o, r);
+    r->m.attn_fused = o->attn_kernel == 1;  // how attention is computed, not part of the model
     if (o->resume) r->d.rng.s = r->st.data_rng;
     char err[1024];
     if (!data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
@@ -541,6 +543,9 @@ static void write_json(const char *path, const options *o, const model_t *m, con
     json_number(f, "%.3f", tr->seconds);
     fprintf(f, ", \"processes\": %d, \"allreduce_seconds\": ", dist_size());
     json_number(f, "%.3f", tr->comm_seconds);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(f, ", \"peak_rss_mib\": %.1f", ru.ru_maxrss / 1024.0);
     fprintf(f, "}, \"eval\": [");
     for (int i = 0; i < o->eval_ctx.n; i++) {
         const eval_result *ev = &er->ev[i];

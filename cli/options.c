@@ -13,6 +13,7 @@
 #define F(field) offsetof(options, field)
 
 static const char *const attn_modes[] = {"causal", "bidir", NULL};
+static const char *const attn_kernels[] = {"blocks", "fused", NULL};
 static const char SEC_MODEL[] = "data and model", SEC_TRAIN[] = "training", SEC_OUT[] = "evaluation and output";
 
 const cli_option cli_options[] = {
@@ -43,6 +44,9 @@ const cli_option cli_options[] = {
     {"clip", OPT_FLOAT, F(clip), 0, 1e9, "1.0", NULL, NULL, SEC_TRAIN, "X", "gradient clipping at this global norm, 0 = off", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"seed", OPT_INT, F(seed), 0, (double)LONG_MAX, "1", NULL, NULL, SEC_TRAIN, "N", "seed for weights, data and sampling", NOT_WITH_RESUME},
     {"threads", OPT_INT, F(threads), 1, 1024, NULL, "all cores", NULL, SEC_TRAIN, "N", "threads for OpenMP and OpenBLAS", 0},
+    {"attn-kernel", OPT_CHOICE, F(attn_kernel), 0, 0, "blocks", NULL, attn_kernels, SEC_TRAIN, "K",
+     "blocks (keeps the attention weights for the backward pass) or fused (keeps two numbers per row and "
+     "recomputes them: memory linear in --ctx; README \"Attention kernels\")", 0},
     {"log-every", OPT_INT, F(log_every), 1, 1L << 40, NULL, "steps/10", NULL, SEC_TRAIN, "N", "progress line every N steps", NOT_WITH_LOAD},
     {"stop-at", OPT_INT, F(stop_at), 1, 1L << 40, NULL, NULL, NULL, SEC_TRAIN, "N",
      "stop after step N (the schedule still spans --steps); resume later", NOT_WITH_LOAD},

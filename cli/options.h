@@ -23,6 +23,7 @@ typedef struct {
     const char *task_len, *test_len;  // --data task:NAME: sizes "A:B", "A:B,C:D…"
     long task_eval;
     int attn;  // index into "causal", "bidir"
+    int attn_kernel;  // index into "blocks", "fused"
     long ctx, d_model, layers, heads, rand_pos;
     // training
     long batch, steps, warmup, threads, log_every, stop_at, seed, eval_every;

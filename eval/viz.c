@@ -31,7 +31,10 @@ static void draw_sentence(canvas *cv, model_t *m, const data_t *d, const cats_ex
     int T = probe_input(d, ex, tok);
     memset(seg, 0, sizeof seg);
     model_acts a;
+    int fused = m->attn_fused;
+    m->attn_fused = 0;  // the picture needs the (T, T) weights the fused kernel does not keep
     model_acts_alloc(&a, m, 1, T, 1);
+    m->attn_fused = fused;
     model_draw_positions(m, &a, 0x5EEDE7A1ULL, 0);  // --rand-pos: one draw for the picture
     model_forward(m, &a, tok, NULL, seg);
     int L = m->cfg.layers, H = m->cfg.heads, panel = T * CELL;

@@ -23,7 +23,8 @@ typedef struct {
 } attn_dims;
 
 // Floats of per-thread scratch attention needs for a context of T in blocks
-// of chunk rows.
+// of chunk rows (two blocks: the fused backward keeps weights and their
+// gradients).
 size_t attn_scratch_floats(int T, int chunk);
 
 // y (B, T, C); att (B, NH, T, T) saves the weights for backward, or NULL at
@@ -33,5 +34,15 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
 // dqkv (B, T, 3C) +=; grads: the encoding's gradients; dy (B, T, C).
 void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                    const float *qkv, const attn_dims *d, float *scratch);
+
+// The fused kernel (--attn-kernel fused): the same attention without the
+// (T, T) weights. Causal rows are taken 16 at a time, each with only the keys
+// up to its last row, so little of the masked half is computed. stats (B,
+// NH, T, 2) receives each row's softmax maximum and 1/sum for the backward
+// pass (NULL at evaluation), which recomputes the scores and weights from
+// them block by block.
+void attn_fused_forward(float *y, float *stats, const float *qkv, const attn_dims *d, float *scratch);
+void attn_fused_backward(float *dqkv, float *grads, const float *dy, const float *stats, const float *qkv,
+                         const attn_dims *d, float *scratch);
 
 #endif

@@ -182,7 +182,9 @@ static int acts_layout(model_acts *a, const model_t *m, int B, int T, int traini
     BUF(ln1_mean, L * BT);
     BUF(ln1_rstd, L * BT);
     BUF(qkv, size_mul(3, LBTC, "activations"));
-    if (training)
+    if (training && m && m->attn_fused)
+        BUF(att, size_mul(2 * L * NH, BT, "attention row statistics"));
+    else if (training)
         BUF(att, size_mul(size_mul(L * NH, BT, "attention"), (size_t)T, "attention weights (B*heads*ctx*ctx)"));
     BUF(atty, LBTC);
     BUF(res2, LBTC);
@@ -237,7 +239,9 @@ int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err
     snprintf(err, cap, "%s at batch %d x ctx %d needs about %.0f MiB (activations%s), more than the %.0f MiB of memory available; %s",
              training ? "training" : "evaluation", B, T, need / mib, training ? ", weights, gradients, AdamW moments" : "",
              have / mib,
-             training ? "lower --batch or --ctx, or use a smaller model" : "evaluate a shorter length or a smaller model");
+             !training ? "evaluate a shorter length or a smaller model"
+             : m->attn_fused ? "lower --batch or --ctx, or use a smaller model"
+                             : "try --attn-kernel fused (it keeps no ctx x ctx attention weights), lower --batch or --ctx, or use a smaller model");
     return 0;
 }
 
@@ -247,6 +251,7 @@ void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int trainin
     a->T = T;
     a->training = training;
     a->chunk = m->attn_chunk;
+    a->fused = m->attn_fused;
     acts_buffer buf[ACTS_MAX_BUFFERS];
     int n = acts_layout(a, m, B, T, training, buf);
     for (int i = 0; i < n; i++) *buf[i].slot = xmalloc(size_mul(buf[i].n, sizeof(float), "activations"));
@@ -314,14 +319,15 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
         float *ln1 = a->ln1 + s * BTC, *qkv = a->qkv + s * 3 * BTC, *atty = a->atty + s * BTC;
         float *res2 = a->res2 + s * BTC, *ln2 = a->ln2 + s * BTC, *res3 = a->res3 + s * BTC;
         float *fch = a->fch + s * 4 * BTC, *fch_gelu = a->fch_gelu + s * 4 * BTC;
-        float *att = a->training ? a->att + s * (size_t)c->heads * BT * T : NULL;
+        float *att = !a->training ? NULL : a->att + s * (size_t)c->heads * BT * (a->fused ? 2 : T);
         PROF(PROF_LAYERNORM, layernorm_forward(ln1, a->ln1_mean + s * BT, a->ln1_rstd + s * BT, x,
                               P(m, ln1w) + (size_t)l * C, P(m, ln1b) + (size_t)l * C, BT, C));
         PROF(PROF_MATMUL, matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C));
         if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T, a->pos));
         if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, span));
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
-        PROF(PROF_ATTENTION, attn_forward(atty, att, qkv, &d, a->scratch));
+        if (a->fused) PROF(PROF_ATTENTION, attn_fused_forward(atty, att, qkv, &d, a->scratch));
+        else PROF(PROF_ATTENTION, attn_forward(atty, att, qkv, &d, a->scratch));
         // x = x + W_o · MHA(LN1(x)) + b_o
         PROF(PROF_MATMUL, matmul_forward(res2, atty, P(m, projw) + (size_t)l * C * C, P(m, projb) + (size_t)l * C, BT, C, C));
         PROF(PROF_OTHER, residual_forward(res2, res2, x, BTC));
@@ -364,7 +370,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         float *ln1 = a->ln1 + (size_t)l * BTC, *qkv = a->qkv + (size_t)l * 3 * BTC, *atty = a->atty + (size_t)l * BTC;
         float *res2 = a->res2 + (size_t)l * BTC, *ln2 = a->ln2 + (size_t)l * BTC;
         float *fch = a->fch + (size_t)l * 4 * BTC, *fch_gelu = a->fch_gelu + (size_t)l * 4 * BTC;
-        float *att = a->att + (size_t)l * c->heads * BT * T;
+        float *att = a->att + (size_t)l * c->heads * BT * (a->fused ? 2 : T);
         // res3 = res2 + fcproj(gelu(fc(LN2(res2)))): dres flows to res2 unchanged
         ops_zero(a->dfch_gelu, 4 * BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dfch_gelu, G(m, fcprojw) + (size_t)l * 4 * C * C, G(m, fcprojb) + (size_t)l * C,
@@ -382,7 +388,10 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
                             a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C));
         ops_zero(a->dqkv, 3 * BTC);
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
-        PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
+        if (a->fused && rel && rel->ops->layer_begin)  // the recomputed scores need this layer's tables again
+            PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, a->pos ? c->rand_pos : T));
+        if (a->fused) PROF(PROF_ATTENTION, attn_fused_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
+        else PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
         if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, a->pos ? c->rand_pos : T));
         if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T, a->pos));
         ops_zero(a->dln, BTC);

@@ -19,11 +19,12 @@ int model_config_check(const model_config *c, char *err, size_t errlen);
 typedef struct {
     int B, T, training;
     int chunk;                            // attention's rows per block (the model's attn_chunk at allocation)
+    int fused;                            // the fused attention kernel (the model's attn_fused at allocation)
     size_t n_targets;                     // targets in the last forward (the loss's denominator)
     float *encoded;                       // (B, T, C)
     float *ln1, *ln1_mean, *ln1_rstd;     // (L, B, T, C), (L, B, T)
     float *qkv;                           // (L, B, T, 3C)
-    float *att;                           // (L, B, NH, T, T), training only
+    float *att;                           // (L, B, NH, T, T), training only; fused: (L, B, NH, T, 2) row statistics
     float *atty;                          // (L, B, T, C)
     float *res2;                          // (L, B, T, C)
     float *ln2, *ln2_mean, *ln2_rstd;     // (L, B, T, C), (L, B, T)
@@ -59,6 +60,9 @@ typedef struct {
     // tests set it to T to get the plain full-matrix computation and
     // compare; change it only before allocating activations.
     int attn_chunk;
+    // 1: attention runs the fused kernel (attn_fused_forward/backward), which
+    // keeps no (T, T) weights; --attn-kernel. Set before allocating activations.
+    int attn_fused;
     model_profile prof;
 } model_t;
 

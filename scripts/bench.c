@@ -4,6 +4,9 @@
 // training step reaches, a per-op breakdown, peak memory, and PyTorch's speed
 // for the same model where python3-torch is installed.
 //
+// Both attention kernels are timed (--attn-kernel in ./train): the blocks
+// one (the default) and the fused one.
+//
 //   ./bench-pelab [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch] [--no-encodings]
 #include <cblas.h>
 #include <stdlib.h>
@@ -24,12 +27,13 @@ typedef struct {
 
 static const int V = 256, C = 256, L = 4, H = 8, T = 256, B = 8;
 
-static void make_model(model_t *m, const char *pe) {
+static void make_model(model_t *m, const char *pe, int fused) {
     model_config c = {0};
     c.vocab = V, c.ctx = T, c.d_model = C, c.layers = L, c.heads = H, c.causal = 1;
     snprintf(c.pe, sizeof c.pe, "%s", pe);
     model_create(m, &c);
     model_init_weights(m, 1);
+    m->attn_fused = fused;
 }
 
 static void random_batch(int n, int *tok, int *tgt, unsigned long long seed) {
@@ -72,6 +76,23 @@ static double train_tokens_per_s(model_t *m, model_acts *a, int blocks, int step
     return best;
 }
 
+// Evaluation tokens/s: 16 windows of T per forward, as eval does; the
+// fastest of 5 forwards after one warm-up.
+static double eval_tokens_per_s(model_t *m, int *tok, int *tgt) {
+    model_acts e;
+    model_acts_alloc(&e, m, 16, T, 0);
+    model_forward(m, &e, tok, tgt, NULL);
+    double best = 1e30;
+    for (int k = 0; k < 5; k++) {
+        double t0 = now_seconds();
+        model_forward(m, &e, tok, tgt, NULL);
+        double t = now_seconds() - t0;
+        if (t < best) best = t;
+    }
+    model_acts_free(&e);
+    return 16.0 * T / best;
+}
+
 // Every encoding of the registry at the reference shape, with its default
 // options. The encodings take turns, 5 rounds
 // of steps/2 steps each, and each keeps its fastest round, so a slow spell
@@ -79,27 +100,34 @@ static double train_tokens_per_s(model_t *m, model_acts *a, int blocks, int step
 static int encodings_table(char *out, size_t cap, int steps) {
     enum { ROUNDS = 5 };
     const int NPE = pe_registry_count;
-    int n = snprintf(out, cap, "\nEvery encoding at the reference shape (the encodings take turns, %d rounds of %d steps; "
-                               "each keeps its fastest round):\n\n| pe | training tokens/s | vs none |\n|---|---|---|\n",
+    int n = snprintf(out, cap, "\nEvery encoding at the reference shape, with each attention kernel (the encodings take "
+                               "turns, %d rounds of %d steps; each keeps its fastest round):\n\n"
+                               "| pe | blocks: tokens/s | vs none | fused: tokens/s | vs none | fused vs blocks |\n"
+                               "|---|---|---|---|---|---|\n",
                      ROUNDS, (steps + 1) / 2);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
-    model_t *m = calloc((size_t)NPE, sizeof *m);
-    model_acts *a = calloc((size_t)NPE, sizeof *a);
-    double *best = calloc((size_t)NPE, sizeof *best);
-    for (int k = 0; k < NPE; k++) {
-        make_model(&m[k], pe_registry[k]->name);
+    const int NM = 2 * NPE;  // model k: encoding k / 2, kernel k % 2 (0 blocks, 1 fused)
+    model_t *m = calloc((size_t)NM, sizeof *m);
+    model_acts *a = calloc((size_t)NM, sizeof *a);
+    double *best = calloc((size_t)NM, sizeof *best);
+    for (int k = 0; k < NM; k++) {
+        make_model(&m[k], pe_registry[k / 2]->name, k % 2);
         model_acts_alloc(&a[k], &m[k], B, T, 1);
         time_train(&m[k], &a[k], 2, tok, tgt);
     }
     for (int round = 0; round < ROUNDS; round++)
-        for (int k = 0; k < NPE; k++) {
+        for (int k = 0; k < NM; k++) {
             int st = (steps + 1) / 2;
             double r = (double)st * B * T / time_train(&m[k], &a[k], st, tok, tgt);
             if (r > best[k]) best[k] = r;
         }
-    for (int k = 0; k < NPE; k++) {
-        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% |\n", pe_registry[k]->name, best[k], 100.0 * (best[k] / best[0] - 1.0));
+    for (int e = 0; e < NPE; e++) {
+        double b = best[2 * e], f = best[2 * e + 1];
+        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% | %.0f | %+.1f%% | %+.1f%% |\n", pe_registry[e]->name, b,
+                      100.0 * (b / best[0] - 1.0), f, 100.0 * (f / best[1] - 1.0), 100.0 * (f / b - 1.0));
+    }
+    for (int k = 0; k < NM; k++) {
         model_acts_free(&a[k]);
         model_free(&m[k]);
     }
@@ -165,9 +193,9 @@ static double own_peak_mib(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
-static void train_a_step(const char *pe) {
+static void train_a_step(const char *pe, int fused) {
     model_t m;
-    make_model(&m, pe);
+    make_model(&m, pe, fused);
     model_acts a;
     model_acts_alloc(&a, &m, B, T, 1);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
@@ -175,9 +203,9 @@ static void train_a_step(const char *pe) {
     time_train(&m, &a, 2, tok, tgt);
 }
 
-static void eval_16k(const char *pe) {
+static void eval_16k(const char *pe, int fused) {
     model_t m;
-    make_model(&m, pe);
+    make_model(&m, pe, fused);
     model_acts a;
     int n = 16384;
     model_acts_alloc(&a, &m, 1, n, 0);
@@ -228,8 +256,10 @@ int main(int argc, char **argv) {
     }
     startup_threads(o.threads);
     if (child) {  // one measurement in a fresh process: print the peak MiB
-        if (!strcmp(child, "train")) train_a_step(o.pe);
-        else eval_16k(o.pe);
+        if (!strcmp(child, "train")) train_a_step(o.pe, 0);
+        else if (!strcmp(child, "train-fused")) train_a_step(o.pe, 1);
+        else if (!strcmp(child, "eval16k-fused")) eval_16k(o.pe, 1);
+        else eval_16k(o.pe, 0);
         printf("%.1f\n", own_peak_mib());
         return 0;
     }
@@ -262,33 +292,34 @@ int main(int argc, char **argv) {
     // end, and each keeps its faster figure.
     double rate_rows, rate_blas = sgemm_rate(o.threads, &rate_rows);
 
-    model_t m;
-    make_model(&m, o.pe);
-    model_acts a;
+    model_t m, mf;
+    make_model(&m, o.pe, 0);
+    make_model(&mf, o.pe, 1);
+    model_acts a, af;
     model_acts_alloc(&a, &m, B, T, 1);
+    model_acts_alloc(&af, &mf, B, T, 1);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
     double tps = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
+    double tps_fused = train_tokens_per_s(&mf, &af, 5, o.steps, tok, tgt);
     double torch_tps = o.torch ? torch_tokens_per_s(o.steps, o.threads) : -1;
     memset(&m.prof, 0, sizeof m.prof);
     m.prof.enabled = 1;
     double psecs = time_train(&m, &a, o.steps < 10 ? o.steps : 10, tok, tgt);
     m.prof.enabled = 0;
+    memset(&mf.prof, 0, sizeof mf.prof);
+    mf.prof.enabled = 1;
+    double psecs_fused = time_train(&mf, &af, o.steps < 10 ? o.steps : 10, tok, tgt);
+    mf.prof.enabled = 0;
     // evaluation: 16 windows of 256 per forward, as eval does
-    model_acts e;
-    model_acts_alloc(&e, &m, 16, T, 0);
     int *etok = malloc(sizeof(int) * 16 * T), *etgt = malloc(sizeof(int) * 16 * T);
     random_batch(16 * T, etok, etgt, 3);
-    model_forward(&m, &e, etok, etgt, NULL);
-    double t0 = now_seconds();
-    int ereps = 5;
-    for (int k = 0; k < ereps; k++) model_forward(&m, &e, etok, etgt, NULL);
-    double eval_tps = (double)ereps * 16 * T / (now_seconds() - t0);
-    model_acts_free(&e);
+    double eval_tps = eval_tokens_per_s(&m, etok, etgt), eval_tps_fused = eval_tokens_per_s(&mf, etok, etgt);
     double flops = flops_per_token();
     double mem_train = child_peak_mib("train", o.pe), mem_eval = child_peak_mib("eval16k", o.pe);
-    char *enc = calloc(4096, 1);
-    if (o.encodings) encodings_table(enc, 4096, o.steps);
+    double mem_train_fused = child_peak_mib("train-fused", o.pe), mem_eval_fused = child_peak_mib("eval16k-fused", o.pe);
+    char *enc = calloc(8192, 1);
+    if (o.encodings) encodings_table(enc, 8192, o.steps);
     // the second measurements
     if (o.torch && torch_tps > 0) {
         double again = torch_tokens_per_s(o.steps, o.threads);
@@ -296,7 +327,13 @@ int main(int argc, char **argv) {
     }
     double again = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
     if (again > tps) tps = again;
+    again = train_tokens_per_s(&mf, &af, 5, o.steps, tok, tgt);
+    if (again > tps_fused) tps_fused = again;
     model_acts_free(&a);
+    model_acts_free(&af);
+    double prof_fused[PROF_N];
+    memcpy(prof_fused, mf.prof.seconds, sizeof prof_fused);
+    model_free(&mf);
     double rows2, blas2 = sgemm_rate(o.threads, &rows2);
     if (blas2 > rate_blas) rate_blas = blas2;
     if (rows2 > rate_rows) rate_rows = rows2;
@@ -304,27 +341,36 @@ int main(int argc, char **argv) {
 
     n += snprintf(report + n, sizeof report - n, "| measure | value |\n|---|---|\n");
     n += snprintf(report + n, sizeof report - n, "| training tokens/s (forward + backward + AdamW) | %.0f |\n", tps);
-    n += snprintf(report + n, sizeof report - n, "| evaluation tokens/s (ctx 256) | %.0f |\n", eval_tps);
+    n += snprintf(report + n, sizeof report - n, "| training tokens/s, fused attention kernel (`--attn-kernel fused`) | %.0f (%+.1f%%) |\n",
+                  tps_fused, 100.0 * (tps_fused / tps - 1.0));
+    n += snprintf(report + n, sizeof report - n, "| evaluation tokens/s (ctx 256) | %.0f (fused: %.0f) |\n", eval_tps, eval_tps_fused);
     n += snprintf(report + n, sizeof report - n, "| sgemm GFLOP/s at the model's shapes, OpenBLAS threading one call | %.1f |\n", rate_blas / 1e9);
     n += snprintf(report + n, sizeof report - n, "| sgemm GFLOP/s at the model's shapes, pelab's row blocks | %.1f |\n", rate_rows / 1e9);
     n += snprintf(report + n, sizeof report - n, "| model FLOPs per trained token | %.2f M |\n", flops / 1e6);
-    n += snprintf(report + n, sizeof report - n, "| share of the sgemm rate the training step reaches | %.1f%% |\n", 100.0 * flops * tps / rate);
+    n += snprintf(report + n, sizeof report - n, "| share of the sgemm rate the training step reaches | %.1f%% (fused: %.1f%%) |\n",
+                  100.0 * flops * tps / rate, 100.0 * flops * tps_fused / rate);
     n += snprintf(report + n, sizeof report - n, "| tokens/s bound at the sgemm rate | %.0f |\n", rate / flops);
-    n += snprintf(report + n, sizeof report - n, "| peak resident memory, training | %.0f MiB |\n", mem_train);
-    n += snprintf(report + n, sizeof report - n, "| peak resident memory, evaluation at 16384 tokens | %.0f MiB |\n", mem_eval);
+    n += snprintf(report + n, sizeof report - n, "| peak resident memory, training | %.0f MiB (fused: %.0f MiB) |\n", mem_train, mem_train_fused);
+    n += snprintf(report + n, sizeof report - n, "| peak resident memory, evaluation at 16384 tokens | %.0f MiB (fused: %.0f MiB) |\n", mem_eval, mem_eval_fused);
     if (torch_tps > 0)
-        n += snprintf(report + n, sizeof report - n, "| PyTorch (scripts/torch_ref.py --bench), same model and threads, tokens/s | %.0f |\n| pelab / PyTorch | %.2f× |\n", torch_tps, tps / torch_tps);
+        n += snprintf(report + n, sizeof report - n, "| PyTorch (scripts/torch_ref.py --bench), same model and threads, tokens/s | %.0f |\n| pelab / PyTorch | %.2f× (fused: %.2f×) |\n",
+                      torch_tps, tps / torch_tps, tps_fused / torch_tps);
     else
         n += snprintf(report + n, sizeof report - n, "| PyTorch | not measured (%s) |\n",
                       !o.torch ? "--no-torch" : torch_tps == -1 ? "python3-torch not installed" : "scripts/torch_ref.py --bench failed");
     static const char *names[PROF_N] = {"matrix products", "attention (incl. score/value terms)", "LayerNorm", "GELU",
                                         "softmax/cross-entropy", "optimiser", "encoding (rotation, tables)", "residual adds"};
-    double tot = 0;
-    for (int k = 0; k < PROF_N; k++) tot += m.prof.seconds[k];
-    n += snprintf(report + n, sizeof report - n, "\nShare of one training step (%.1f ms, timed per op):\n\n| op | share |\n|---|---|\n", 1e3 * psecs / (o.steps < 10 ? o.steps : 10));
+    double tot = 0, tot_fused = 0;
+    int psteps = o.steps < 10 ? o.steps : 10;
+    for (int k = 0; k < PROF_N; k++) tot += m.prof.seconds[k], tot_fused += prof_fused[k];
+    n += snprintf(report + n, sizeof report - n,
+                  "\nShare of one training step (blocks kernel %.1f ms, fused %.1f ms; timed per op):\n\n"
+                  "| op | blocks | fused |\n|---|---|---|\n", 1e3 * psecs / psteps, 1e3 * psecs_fused / psteps);
     for (int k = 0; k < PROF_N; k++)
-        n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% |\n", names[k], 100.0 * m.prof.seconds[k] / psecs);
-    n += snprintf(report + n, sizeof report - n, "| other (embedding, zeroing, bookkeeping) | %.1f%% |\n", 100.0 * (psecs - tot) / psecs);
+        n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% | %.1f%% |\n", names[k], 100.0 * m.prof.seconds[k] / psecs,
+                      100.0 * prof_fused[k] / psecs_fused);
+    n += snprintf(report + n, sizeof report - n, "| other (embedding, zeroing, bookkeeping) | %.1f%% | %.1f%% |\n",
+                  100.0 * (psecs - tot) / psecs, 100.0 * (psecs_fused - tot_fused) / psecs_fused);
     n += snprintf(report + n, sizeof report - n, "%s", enc);
     free(enc);
     fputs(report, stdout);

@@ -188,7 +188,9 @@ typedef struct {
     const int *seg;
     int B, T;
     const int *pos;  // (B, T) or NULL
+    int fused;       // the fused kernel, in blocks of FUSED_CHUNK rows (not a multiple of its 16-row sub-blocks)
 } at_ctx;
+enum { FUSED_CHUNK = 24 };
 static void at_run(at_ctx *c) {
     model_t *m = c->m;
     const model_config *cf = &m->cfg;
@@ -197,8 +199,10 @@ static void at_run(at_ctx *c) {
     if (rel) rel->pos = c->pos, rel->pos_B = c->B, rel->pos_T = c->T;  // as model_forward sets them
     if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos);
     if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, c->pos ? cf->rand_pos : c->T);
-    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0, ATTN_CHUNK, c->pos};
-    attn_forward(c->y, c->att, c->qkv, &d, c->scratch);
+    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0,
+                   c->fused ? FUSED_CHUNK : ATTN_CHUNK, c->pos};
+    if (c->fused) attn_fused_forward(c->y, c->att, c->qkv, &d, c->scratch);
+    else attn_forward(c->y, c->att, c->qkv, &d, c->scratch);
 }
 static double at_loss(void *p) {
     at_ctx *c = p;
@@ -206,7 +210,7 @@ static double at_loss(void *p) {
     return dot(c->dout, c->y, (size_t)c->B * c->T * c->m->cfg.d_model);
 }
 // rand_pos > 0: positions drawn as --rand-pos rand_pos draws them.
-static int attention_grad_case(const char *pe, int causal, int rand_pos) {
+static int attention_grad_case(const char *pe, int causal, int rand_pos, int fused) {
     model_config cfg;
     test_tiny_config(&cfg, pe, causal);
     cfg.rand_pos = rand_pos;
@@ -222,7 +226,7 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos) {
     int *seg = malloc(sizeof(int) * B * T), *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     test_random_batch(B, T, cfg.vocab, causal, 3, tok, tgt, seg);
     at_ctx c = {&m, malloc(4 * BTC), malloc(4 * BTC * cfg.heads / C * T), malloc(12 * BTC), malloc(12 * BTC),
-                malloc(4 * BTC), malloc(sizeof(float) * 4 * attn_scratch_floats(T, ATTN_CHUNK)), seg, B, T, pa.pos};
+                malloc(4 * BTC), malloc(sizeof(float) * 4 * attn_scratch_floats(T, ATTN_CHUNK)), seg, B, T, pa.pos, fused};
     test_fill_normal(c.qkv_in, 3 * BTC, 1.0f, 22);
     test_fill_normal(c.dout, BTC, 1.0f, 23);
     float *dqkv = calloc(3 * BTC, 4);
@@ -230,8 +234,9 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos) {
     at_loss(&c);
     model_zero_grad(&m);
     pe_t *rel = m.pe_rel.ops ? &m.pe_rel : NULL;
-    attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, ATTN_CHUNK, pa.pos};
-    attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
+    attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, fused ? FUSED_CHUNK : ATTN_CHUNK, pa.pos};
+    if (fused) attn_fused_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
+    else attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
     if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, pa.pos ? rand_pos : T);
     if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T, pa.pos);
     int fails = fd_compare("dqkv", c.qkv_in, dqkv, 3 * BTC, 40, at_loss, &c);
@@ -242,24 +247,29 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos) {
             fails += fd_compare_eps(t->name, m.params + t->offset, m.grads + t->offset, t->size, 24, at_loss, &c, PE_EPS);
         }
     fails = kink_tolerance(pe, fails, "attention");
-    if (fails) printf("    attention with pe=%s %s%s\n", pe, causal ? "causal" : "bidir", rand_pos ? " --rand-pos" : "");
+    if (fails)
+        printf("    attention with pe=%s %s%s, %s kernel\n", pe, causal ? "causal" : "bidir", rand_pos ? " --rand-pos" : "",
+               fused ? "fused" : "blocks");
     free(pa.pos);
     free(c.y), free(c.att), free(c.qkv), free(c.qkv_in), free(c.dout), free(c.scratch);
     free(dqkv), free(seg), free(tok), free(tgt);
     model_free(&m);
     return fails;
 }
-static int test_attention_grad(void) {
+static int attention_grad_cases(int fused) {
     int fails = 0;
     for (int i = 0; i < n_test_encodings; i++)
         for (int causal = 0; causal < 2; causal++)
             if (test_mode_allowed(test_encodings[i], causal)) {
-                fails += attention_grad_case(test_encodings[i], causal, 0);
+                fails += attention_grad_case(test_encodings[i], causal, 0, fused);
                 // random positions from [0, 3T), for the encodings that read them
-                if (test_reads_positions(test_encodings[i])) fails += attention_grad_case(test_encodings[i], causal, 3 * (ATTN_CHUNK + 6));
+                if (test_reads_positions(test_encodings[i]))
+                    fails += attention_grad_case(test_encodings[i], causal, 3 * (ATTN_CHUNK + 6), fused);
             }
     return fails;
 }
+static int test_attention_grad(void) { return attention_grad_cases(0); }
+static int test_attention_fused_grad(void) { return attention_grad_cases(1); }
 
 // ---- the whole model ---------------------------------------------------------------
 typedef struct {
@@ -321,6 +331,7 @@ const test_case grad_tests[] = {
     {"grad/gelu", test_gelu_grad},
     {"grad/crossentropy", test_crossentropy_grad},
     {"grad/attention_every_encoding", test_attention_grad},
+    {"grad/attention_fused_kernel_every_encoding", test_attention_fused_grad},
     {"grad/model_every_tensor_every_encoding", test_model_grad},
 };
 const int n_grad_tests = sizeof grad_tests / sizeof grad_tests[0];

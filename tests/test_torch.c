@@ -1,6 +1,7 @@
 // test_torch.c — whole-model loss and gradients against the independent
 // PyTorch reference in scripts/torch_ref.py, for every encoding, causal and
-// bidirectional. Skipped, with a message, when no python3 has torch.
+// bidirectional, each with both attention kernels (blocks and fused). Skipped,
+// with a message, when no python3 has torch.
 //
 // Tolerances (both sides float32): loss within 1e-5 relative; each tensor's
 // gradient within 1e-4 of that tensor's largest gradient, plus 1e-7.
@@ -37,7 +38,8 @@ static int test_torch_reference(void) {
     if (!mkdtemp(dir)) return 1;
     int B = 2, T = ATTN_CHUNK + 6, ncase = 0;
     model_t models[MAX_CASES];
-    double c_loss[MAX_CASES];
+    double c_loss[MAX_CASES][2];  // [case][fused]
+    float *fused_grads[MAX_CASES];
     char cmd[1 << 15];
     snprintf(cmd, sizeof cmd, "%s scripts/torch_ref.py", py);
     for (int e = 0; e < n_test_encodings; e++)
@@ -50,12 +52,17 @@ static int test_torch_reference(void) {
             test_randomise_weights(m, 40 + ncase);
             int tok[B * T], tgt[B * T], seg[B * T];
             test_random_batch(B, T, cfg.vocab, causal, 50 + ncase, tok, tgt, seg);
-            model_acts a;
-            model_acts_alloc(&a, m, B, T, 1);
-            c_loss[ncase] = model_forward(m, &a, tok, tgt, seg);
-            model_zero_grad(m);
-            model_backward(m, &a, tok, tgt, seg);
-            model_acts_free(&a);
+            // the fused attention kernel first, kept aside; then the blocks one in m->grads
+            for (int fused = 1; fused >= 0; fused--) {
+                model_acts a;
+                m->attn_fused = fused;
+                model_acts_alloc(&a, m, B, T, 1);
+                c_loss[ncase][fused] = model_forward(m, &a, tok, tgt, seg);
+                model_zero_grad(m);
+                model_backward(m, &a, tok, tgt, seg);
+                model_acts_free(&a);
+                if (fused) fused_grads[ncase] = memcpy(malloc(sizeof(float) * m->tab.total), m->grads, sizeof(float) * m->tab.total);
+            }
             char ck[128], bt[128], out[128], err[256];
             snprintf(ck, sizeof ck, "%s/m%d.ck", dir, ncase);
             snprintf(bt, sizeof bt, "%s/b%d.bin", dir, ncase);
@@ -90,23 +97,29 @@ static int test_torch_reference(void) {
         EXPECT(ok, "case %d: could not read the reference's output", c);
         const char *label = m->cfg.pe;
         const char *mode = m->cfg.causal ? "causal" : "bidir";
-        EXPECT(fabs(t_loss - c_loss[c]) <= 1e-5 * fabs(t_loss), "pe=%s %s: loss C %.8f torch %.8f", label, mode, c_loss[c], t_loss);
-        for (int k = 0; ok && k < m->tab.n; k++) {
-            const tensor_info *ti = &m->tab.t[k];
-            double gmax = 0, dmax = 0;
-            for (size_t i = 0; i < ti->size; i++) {
-                double tg = g[ti->offset + i], cg = m->grads[ti->offset + i];
-                gmax = fabs(tg) > gmax ? fabs(tg) : gmax;
-                dmax = fabs(tg - cg) > dmax ? fabs(tg - cg) : dmax;
+        for (int fused = 0; fused < 2; fused++) {
+            const char *kernel = fused ? "fused" : "blocks";
+            const float *cgrads = fused ? fused_grads[c] : m->grads;
+            EXPECT(fabs(t_loss - c_loss[c][fused]) <= 1e-5 * fabs(t_loss), "pe=%s %s, %s kernel: loss C %.8f torch %.8f",
+                   label, mode, kernel, c_loss[c][fused], t_loss);
+            for (int k = 0; ok && k < m->tab.n; k++) {
+                const tensor_info *ti = &m->tab.t[k];
+                double gmax = 0, dmax = 0;
+                for (size_t i = 0; i < ti->size; i++) {
+                    double tg = g[ti->offset + i], cg = cgrads[ti->offset + i];
+                    gmax = fabs(tg) > gmax ? fabs(tg) : gmax;
+                    dmax = fabs(tg - cg) > dmax ? fabs(tg - cg) : dmax;
+                }
+                EXPECT(dmax <= 1e-4 * gmax + 1e-7, "pe=%s %s, %s kernel: %s differs by %.3g (largest gradient %.3g)", label,
+                       mode, kernel, ti->name, dmax, gmax);
             }
-            EXPECT(dmax <= 1e-4 * gmax + 1e-7, "pe=%s %s: %s differs by %.3g (largest gradient %.3g)", label, mode, ti->name, dmax, gmax);
         }
         free(g);
     }
-    for (int c = 0; c < ncase; c++) model_free(&models[c]);
+    for (int c = 0; c < ncase; c++) model_free(&models[c]), free(fused_grads[c]);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("    could not remove %s\n", dir);
-    printf("    %d models compared with PyTorch (%s)\n", ncase, py);
+    printf("    %d models compared with PyTorch (%s), each with both attention kernels\n", ncase, py);
     return fails;
 }
 

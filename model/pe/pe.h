@@ -11,7 +11,8 @@
 //   eval_length       evaluation at length L begins (L > 0) or ends (L = 0)
 //   input_*           absolute encodings: x (B, T, C) += P(t)
 //   qk_*              transform q and k in place (RoPE)
-//   layer_begin       per-layer work before attention's forward (XL: W_R r)
+//   layer_begin       per-layer work before attention's forward (XL: W_R r), and
+//                     again before its backward under the fused kernel
 //   table_floats      the size of the tables it keeps for a context of T
 //   score_*           add a bias to the scaled scores s_ij of one head
 //   value_*           add to the attention output of one head (Shaw's aV)
