@@ -12,6 +12,10 @@
 #   QUICK=1         a tiny budget, to check that the script and its outputs work
 #   OUT=DIR         where the tables and pictures go (default results)
 #   ARGS="…"        extra options for every ./train run
+#   CACHE=DIR       keep every finished run in DIR and reuse it when the same
+#                   run (same options, same source code, data and machine)
+#                   comes again: an interrupted experiment resumes (default
+#                   none)
 for kv in "$@"; do
   case "$kv" in
     *=*) export "${kv%%=*}"="${kv#*=}" ;;
@@ -25,6 +29,7 @@ QUICK=${QUICK:-0}
 OUT=${OUT:-results}
 ARGS=${ARGS:-}
 RUN=${RUN:-}
+CACHE=${CACHE:-}
 if [ "$QUICK" = 1 ]; then SEEDS=${QUICK_SEEDS:-"1 2"}; fi
 mkdir -p "$OUT"
 make -s train pelab-plot
@@ -40,21 +45,60 @@ n_seeds=$(echo $SEEDS | wc -w)
 #   ./train OPTIONS --threads $THREADS --quiet --json $tmp/ID.json  (stdout, stderr: $tmp/ID.out)
 # JOBS at a time; its wall time goes to $tmp/ID.secs. Stops the script with
 # the run's output when a run fails.
+#
+# With CACHE=DIR a run's files (its JSON, output, wall time, and the files it
+# writes with --save and --attn-png) go to DIR/KEY, where KEY is a SHA-256 of
+# the run's options (the names of the scratch and output folders left out),
+# the source code, the --data file's bytes, the CPU, the compiler and
+# OPENBLAS_CORETYPE; a run whose KEY is there is copied back instead of
+# trained again.
 run_all() {
   local start n
   start=$(date +%s)
   n=$(wc -l < "$1")
-  echo "$(basename "$0"): $n runs, $JOBS at a time"
-  export tmp THREADS RUN
+  echo "$(basename "$0"): $n runs, $JOBS at a time${CACHE:+ (cache: $CACHE)}"
+  CACHE_ID=""
+  if [ -n "$CACHE" ]; then
+    mkdir -p "$CACHE"
+    CACHE_ID=$( { cat Makefile train.c $(find core data model eval cli plot -name '*.[ch]' | LC_ALL=C sort)
+                  grep -m1 'model name' /proc/cpuinfo || true; ${CC:-cc} --version | head -1
+                  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-}"; } | sha256sum | cut -c1-64)
+  fi
+  export tmp OUT THREADS RUN CACHE CACHE_ID
   # shellcheck disable=SC2016
   xargs -P "$JOBS" -L 1 bash -c '
     id=$0
+    key="" save="" png="" data=""
+    prev=""
+    for a in "$@"; do
+      case "$prev" in --save) save=$a ;; --attn-png) png=$a ;; --data) data=$a ;; esac
+      prev=$a
+    done
+    if [ -n "$CACHE" ]; then
+      args="${*//$tmp/TMP}"
+      key=$( { echo "$CACHE_ID"; echo "${args//$OUT/OUT}"; if [ -f "$data" ]; then sha256sum < "$data"; fi; } | sha256sum | cut -c1-64)
+      hit="$CACHE/$key"
+      if [ -f "$hit/json" ]; then
+        cp "$hit/json" "$tmp/$id.json"; cp "$hit/out" "$tmp/$id.out"; cp "$hit/secs" "$tmp/$id.secs"
+        if [ -n "$save" ]; then cp "$hit/save" "$save"; fi
+        if [ -n "$png" ]; then cp "$hit/png" "$png"; fi
+        echo "  $id (cached): $(grep -E "^(eval|order_acc)" "$tmp/$id.out" | tr "\n" " ")"
+        exit 0
+      fi
+    fi
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
     if ! $RUN ./train "$@" --threads "$THREADS" --quiet --json "$tmp/$id.json" > "$tmp/$id.out" 2>&1; then
       echo "run $id failed: ${RUN:+$RUN }./train $* --threads $THREADS" >&2; cat "$tmp/$id.out" >&2; exit 255
     fi
     awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN { printf \"%.1f\\n\", b - a }" > "$tmp/$id.secs"
+    if [ -n "$CACHE" ]; then  # into a fresh folder, renamed into place: a cut-off copy is never taken for a run
+      part=$(mktemp -d "$CACHE/.part.XXXXXX")
+      cp "$tmp/$id.json" "$part/json"; cp "$tmp/$id.out" "$part/out"; cp "$tmp/$id.secs" "$part/secs"
+      if [ -n "$save" ]; then cp "$save" "$part/save"; fi
+      if [ -n "$png" ]; then cp "$png" "$part/png"; fi
+      rm -rf "${CACHE:?}/$key"; mv "$part" "$CACHE/$key"
+    fi
     echo "  $id: $(grep -E "^(eval|order_acc)" "$tmp/$id.out" | tr "\n" " ")"
   ' < <(sed 's/[[:space:]]*$//' "$1")  # xargs -L joins a line that ends in a blank with the next
   elapsed=$(( $(date +%s) - start ))
