@@ -20,6 +20,13 @@ TASK_EVAL=${TASK_EVAL:-500}
 TASKS=${TASKS:-"copy reverse sort addition count selective-copy flipflop"}
 if [ "$QUICK" = 1 ]; then STEPS=30 TASK_EVAL=20 TASKS=${QUICK_TASKS:-"copy flipflop"}; fi
 ENCODINGS=${ENCODINGS:-$(./train --list-pe | awk '$2 != "composite" { print $1 }')}
+# The accuracy-against-size picture draws a line per task and encoding, and
+# pelab-plot takes at most 128: refuse before training, not after.
+n_series=$(( $(echo $TASKS | wc -w) * $(echo $ENCODINGS | wc -w) ))
+if [ "$n_series" -gt 128 ]; then
+  echo "tasks.sh: $n_series task and encoding pairs; the picture takes at most 128 (give fewer TASKS or ENCODINGS)" >&2
+  exit 2
+fi
 for task in $TASKS; do
   for pe in $ENCODINGS; do
     for seed in $SEEDS; do
