@@ -88,8 +88,9 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 	done
 
 # Every experiment of the README, one after another, each over its seeds
-# (SEEDS=, JOBS= as the scripts take them). DATA is the text corpus for
-# extrapolation and the sweeps.
+# (SEEDS=, JOBS=, CACHE= as the scripts take them; CACHE=DIR lets an
+# interrupted run resume). DATA is the text corpus for extrapolation and the
+# sweeps.
 DATA ?= cats
 experiments: deps
 	$(MAKE) train pelab-plot

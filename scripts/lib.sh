@@ -49,9 +49,9 @@ n_seeds=$(echo $SEEDS | wc -w)
 # With CACHE=DIR a run's files (its JSON, output, wall time, and the files it
 # writes with --save and --attn-png) go to DIR/KEY, where KEY is a SHA-256 of
 # the run's options (the names of the scratch and output folders left out),
-# the source code, the --data file's bytes, the CPU, the compiler and
-# OPENBLAS_CORETYPE; a run whose KEY is there is copied back instead of
-# trained again.
+# the source code and the commands that build ./train, the --data file's
+# bytes, the CPU, the compiler and OPENBLAS_CORETYPE; a run whose KEY is
+# there is copied back instead of trained again.
 run_all() {
   local start n
   start=$(date +%s)
@@ -60,7 +60,7 @@ run_all() {
   CACHE_ID=""
   if [ -n "$CACHE" ]; then
     mkdir -p "$CACHE"
-    CACHE_ID=$( { cat Makefile train.c $(find core data model eval cli plot -name '*.[ch]' | LC_ALL=C sort)
+    CACHE_ID=$( { cat train.c $(find core data model eval cli plot -name '*.[ch]' | LC_ALL=C sort); make -Bn train
                   grep -m1 'model name' /proc/cpuinfo || true; ${CC:-cc} --version | head -1
                   echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-}"; } | sha256sum | cut -c1-64)
   fi
