@@ -107,6 +107,20 @@ static void probs_row(float *s, const attn_dims *d, const int *seg_b, int i, int
     memset(s + hi, 0, sizeof(float) * (size_t)(nk - hi));
 }
 
+// Rows of weights P (m, ldp) and their gradients G (m, ldg), keys 0..nk-1:
+// G becomes the gradient of the scores, dS = P ⊙ (dP − Σ_j dP P), in place.
+static void softmax_backward_rows(const float *P, int ldp, float *G, int ldg, int m, int nk) {
+    for (int r = 0; r < m; r++) {
+        const float *p = P + (size_t)r * ldp;
+        float *g = G + (size_t)r * ldg;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int j = 0; j < nk; j++) dot += g[j] * p[j];
+#pragma omp simd
+        for (int j = 0; j < nk; j++) g[j] = p[j] * (g[j] - dot);
+    }
+}
+
 // One head h of sequence b: its q, k, v (T, hs; row stride 3C) inside qkv,
 // their gradients inside dqkv (NULL: none), and the sequence's segments and
 // positions (NULL when absent).
@@ -181,16 +195,8 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                                              dY, C, dP, T, pos_b);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f,
                             P, T, dY, C, 1.0f, dV, ld);
-                // forward: P = softmax(S) per row → dS = P ⊙ (dP − Σ_j dP P)
-                for (int r = 0; r < nq; r++) {
-                    const float *p = P + (size_t)r * T;
-                    float *g = dP + (size_t)r * T;
-                    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                    for (int j = 0; j < nk; j++) dot += g[j] * p[j];
-#pragma omp simd
-                    for (int j = 0; j < nk; j++) g[j] = p[j] * (g[j] - dot);
-                }
+                // forward: P = softmax(S) per row
+                softmax_backward_rows(P, T, dP, T, nq, nk);
                 // forward: S = Q Kᵀ · scale + bias
                 if (rel && rel->ops->score_backward)
                     rel->ops->score_backward(rel, d->params, grads, d->layer, h, Q + (size_t)i0 * ld, K,
@@ -352,15 +358,7 @@ void attn_fused_backward(float *dqkv, float *grads, const float *dy, const float
                     if (rel && rel->ops->value_backward)
                         rel->ops->value_backward(rel, d->params, grads, d->layer, h, Pr, T, i, m, nk, dY + (size_t)r0 * C,
                                                  C, g, T, pos_b);
-                    // dS = P ⊙ (dP − Σ_j dP P)
-                    for (int r = 0; r < m; r++) {
-                        const float *p = Pr + (size_t)r * T;
-                        float *gr = g + (size_t)r * T, dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                        for (int j = 0; j < nk; j++) dot += gr[j] * p[j];
-#pragma omp simd
-                        for (int j = 0; j < nk; j++) gr[j] = p[j] * (gr[j] - dot);
-                    }
+                    softmax_backward_rows(Pr, T, g, T, m, nk);
                     // forward: S = Q Kᵀ · scale + bias
                     if (rel && rel->ops->score_backward)
                         rel->ops->score_backward(rel, d->params, grads, d->layer, h, Q + (size_t)i * ld, K, ld,
