@@ -94,12 +94,7 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 DATA ?= cats
 experiments: deps
 	$(MAKE) train pelab-plot
-	scripts/order.sh
-	scripts/encodings.sh
-	scripts/extrapolate.sh DATA=$(DATA)
-	scripts/finetune.sh DATA=$(DATA)
-	scripts/sweep.sh DATA=$(DATA) STEPS=2000
-	scripts/tasks.sh
+	scripts/experiments.sh DATA=$(DATA)
 
 # Every experiment script on a tiny budget, checking its outputs (CI runs it).
 experiments-quick: deps

@@ -13,6 +13,7 @@
 #   SEEDS="1 2 3 4 5 6 7 8 9 10" JOBS=2 scripts/order.sh
 #   ARGS="--lr 3e-3" OUT=/tmp/try scripts/order.sh
 #   QUICK=1 scripts/order.sh                 # a tiny budget: checks the script runs
+#   ENCODINGS="fire cope" NAME=order_new scripts/order.sh   # results/order_new.{csv,md,png}
 #
 # JOBS single-thread runs go in parallel (default: the number of cores).
 set -euo pipefail
@@ -23,6 +24,7 @@ DEFAULT_SEEDS="1 2 3 4 5"
 MODES=${MODES:-"causal bidir"}
 EVAL_EVERY=${EVAL_EVERY:-100}
 PICTURES=${PICTURES:-"none rope"}  # encodings whose attention is drawn (first seed)
+NAME=${NAME:-order}  # the output files' name: NAME.csv, NAME_curve.csv, NAME.md, NAME.png
 if [ "$QUICK" = 1 ]; then EVAL_EVERY=20 ARGS="$ARGS --steps 60 --eval-tokens 256"; fi
 # every encoding of the registry (not the composites)
 enc_given=${ENCODINGS:-}
@@ -32,6 +34,7 @@ given="SEEDS=\"$SEEDS\""
 if [ "$THREADS" != 1 ]; then given="THREADS=$THREADS JOBS=$JOBS $given"; fi
 if [ "$MODES" != "causal bidir" ]; then given="$given MODES=\"$MODES\""; fi
 if [ -n "$enc_given" ]; then given="$given ENCODINGS=\"$enc_given\""; fi
+if [ "$NAME" != order ]; then given="$given NAME=$NAME"; fi
 first_seed=${SEEDS%% *}
 jobs_file="$tmp/jobs"
 for pe in $ENCODINGS; do
@@ -47,7 +50,7 @@ done > "$jobs_file"
 run_all "$jobs_file"
 
 # One row per run, and the curves, from the JSON files.
-csv="$OUT/order.csv" curve="$OUT/order_curve.csv"
+csv="$OUT/$NAME.csv" curve="$OUT/${NAME}_curve.csv"
 echo "pe,attn,seed,order_acc,eval_loss,steps_to_95,seconds" > "$csv"
 echo "pe,attn,seed,step,val_loss,order_acc" > "$curve"
 while read -r id _; do
@@ -78,7 +81,7 @@ steps_default=$(./train --help | sed -n 's/.*--steps N .*\[\([0-9]*\)\]/\1/p')
 {
   echo "# Order: order_acc on held-out triples, over seeds"
   echo
-  echo "Command: \`$given${ARGS:+ ARGS=\"$ARGS\"} scripts/order.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $JOBS runs at a time of $THREADS thread(s) each, ${elapsed}s in all."
+  echo "Command: \`$given${ARGS:+ ARGS=\"$ARGS\"} scripts/order.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)${OPENBLAS_CORETYPE:+, OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE}), $JOBS runs at a time of $THREADS thread(s) each, ${elapsed}s in all."
   echo "Each run: \`./train --pe PE --attn MODE --seed S --eval-every $EVAL_EVERY${ARGS:+ $ARGS}\`, every other option at its default (cats, d 64, 2 layers, 4 heads, ctx 64, batch 16, ${steps_default} steps)."
   echo "Solved: order_acc ≥ 0.95 at some point of the curve (every $EVAL_EVERY steps); steps to solve: the first such step, median over the solved seeds."
   echo "Mean ± 95% interval: Student t over seeds. Chance is 0.5 for a model that answers with one of the two nouns; 0.04 (1/24) for one that always names the same noun."
@@ -102,8 +105,8 @@ END {
 }
 AWK
   echo
-  echo "![order accuracy against step](order.png)"
-} > "$OUT/order.md"
+  echo "![order accuracy against step]($NAME.png)"
+} > "$OUT/$NAME.md"
 
 # The picture: one chart per mode; per encoding, the median order_acc over
 # seeds at each step, with the band from the lowest to the highest seed.
@@ -111,6 +114,6 @@ awk -F, 'NR > 1 { key = $2 "|" $1 "," $4; k[key] = 1; v[key] = v[key] " " $6 }
   END { for (key in k) { n = split(v[key], a, " "); for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         med = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2; print key "," med "," a[1] "," a[n] } }' "$curve" |
   sort -t, -k1,1 -k2,2n > "$tmp/plot.csv"
-./pelab-plot --out "$OUT/order.png" --panels --xlabel "training step" --ylabel "order_acc (median, band: all seeds)" \
+./pelab-plot --out "$OUT/$NAME.png" --panels --xlabel "training step" --ylabel "order_acc (median, band: all seeds)" \
              --title "order accuracy on held-out triples, $n_seeds seeds" "$tmp/plot.csv"
-cat "$OUT/order.md"
+cat "$OUT/$NAME.md"

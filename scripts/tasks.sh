@@ -17,8 +17,14 @@ DEFAULT_SEEDS="1 2 3 4 5"
 . scripts/lib.sh
 STEPS=${STEPS:-2000}
 TASK_EVAL=${TASK_EVAL:-500}
+NAME=${NAME:-tasks}  # the output files' name: NAME.csv, NAME.md, NAME.png, NAME_length.png
+TASKS_GIVEN=${TASKS:-}
 TASKS=${TASKS:-"copy reverse sort addition count selective-copy flipflop"}
 if [ "$QUICK" = 1 ]; then STEPS=30 TASK_EVAL=20 TASKS=${QUICK_TASKS:-"copy flipflop"}; fi
+given="SEEDS=\"$SEEDS\" STEPS=$STEPS"  # the settings for the table's command line
+if [ -n "${ENCODINGS:-}" ]; then given="$given ENCODINGS=\"$ENCODINGS\""; fi
+if [ -n "${TASKS_GIVEN:-}" ]; then given="$given TASKS=\"$TASKS\""; fi
+if [ "$NAME" != tasks ]; then given="$given NAME=$NAME"; fi
 ENCODINGS=${ENCODINGS:-$(./train --list-pe | awk '$2 != "composite" { print $1 }')}
 # The accuracy-against-size picture draws a line per task and encoding, and
 # pelab-plot takes at most 128: refuse before training, not after.
@@ -37,7 +43,7 @@ done > "$tmp/jobs"
 run_all "$tmp/jobs"
 
 # One row per run and size range, from the task lines ("" when refused).
-csv="$OUT/tasks.csv"
+csv="$OUT/$NAME.csv"
 echo "task,pe,seed,lo,hi,train,acc" > "$csv"
 while read -r id _; do
   IFS=@ read -r task pe seed <<< "$id"
@@ -73,7 +79,7 @@ AWK
 {
   echo "# Tasks: trained short, tested long"
   echo
-  echo "Command: \`SEEDS=\"$SEEDS\" STEPS=$STEPS${ARGS:+ ARGS=\"$ARGS\"} scripts/tasks.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores, $JOBS single-thread runs at a time, ${elapsed}s."
+  echo "Command: \`$given${ARGS:+ ARGS=\"$ARGS\"} scripts/tasks.sh\` — $(date -u +%Y-%m-%d), $(nproc) cores, $JOBS single-thread runs at a time, ${elapsed}s."
   echo "Each run: \`./train --data task:TASK --pe PE --seed S --steps $STEPS --task-eval $TASK_EVAL${ARGS:+ $ARGS}\`, every other option at its default (causal, d 64, 2 layers, 4 heads, batch 16, lr 3e-3, training sizes 1–16, --ctx the longest training instance)."
   echo "Exact-match accuracy over $TASK_EVAL instances per size range (README \"Tasks\"); mean ± 95% interval (Student t) over $n_seeds seeds; — = refused (no positions that far)."
   echo
@@ -89,22 +95,22 @@ AWK
   echo
   table 3
   echo
-  echo "![accuracy at 2×](tasks.png)"
+  echo "![accuracy at 2×]($NAME.png)"
   echo
-  echo "![accuracy against size](tasks_length.png)"
-} > "$OUT/tasks.md"
+  echo "![accuracy against size](${NAME}_length.png)"
+} > "$OUT/$NAME.md"
 
 # The heatmap: mean accuracy at 2× per encoding and task (empty: refused).
 awk -F, 'NR > 1 { key = $1 "," $2 "," $3; if (++idx[key] != 2) next
                   c = $2 "," $1; if (!(c in seen)) { seen[c] = 1; order[++n] = c }
                   if ($7 != "") { s[c] += $7; k[c]++ } }
          END { for (i = 1; i <= n; i++) { c = order[i]; printf "%s,%s\n", c, (k[c] ? sprintf("%.4f", s[c] / k[c]) : "") } }' "$csv" > "$tmp/heat.csv"
-./pelab-plot --heatmap --out "$OUT/tasks.png" --title "exact-match accuracy at 2x the training size, mean of $n_seeds seeds" "$tmp/heat.csv"
+./pelab-plot --heatmap --out "$OUT/$NAME.png" --title "exact-match accuracy at 2x the training size, mean of $n_seeds seeds" "$tmp/heat.csv"
 # Accuracy against size: a panel per task, a line per encoding at the middle
 # of each size range (mean; band: all seeds).
 awk -F, 'NR > 1 && $7 != "" { k = $1 "|" $2 "," ($4 + $5) / 2; if (!(k in n)) order[++nk] = k; n[k]++; s[k] += $7
                               if (!(k in lo) || $7 < lo[k]) lo[k] = $7; if (!(k in hi) || $7 > hi[k]) hi[k] = $7 }
          END { for (i = 1; i <= nk; i++) { k = order[i]; printf "%s,%.4f,%.4f,%.4f\n", k, s[k] / n[k], lo[k], hi[k] } }' "$csv" > "$tmp/len.csv"
-./pelab-plot --panels --logx --out "$OUT/tasks_length.png" --xlabel "instance size (middle of the range)" \
+./pelab-plot --panels --logx --out "$OUT/${NAME}_length.png" --xlabel "instance size (middle of the range)" \
              --ylabel "exact-match accuracy (mean; band: all seeds)" --title "tasks: accuracy against size, $n_seeds seeds" "$tmp/len.csv"
-cat "$OUT/tasks.md"
+cat "$OUT/$NAME.md"
