@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every experiment script on a tiny budget (QUICK=1) into a scratch
 # folder and checks that each wrote its CSV, its table (with a row per
-# encoding) and its picture. CI runs it, so that no script rots.
+# encoding) and its picture, and that scripts/experiments.sh (make
+# experiments) writes every file of results/. CI runs it, so that no script
+# rots.
 #   scripts/check-experiments.sh        (make experiments-quick)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,5 +42,11 @@ if [ "$n_hit" -ne "$n_ft" ] || ! cmp -s "$out/c1/finetune.csv" "$out/c2/finetune
    ! cmp -s <(tail -n +5 "$out/c1/finetune.md") <(tail -n +5 "$out/c2/finetune.md"); then
   echo "!! CACHE: $n_hit of $n_ft runs reused, or the tables differ"; fail=1
 else echo "ok CACHE ($n_hit of $n_ft runs reused, same tables)"; fi
+# make experiments (scripts/experiments.sh) writes every table, CSV and
+# picture that results/ holds (bench.md comes from make bench)
+QUICK=1 OUT="$out/all" scripts/experiments.sh > "$out/all.log"
+missing=$(cd results && for f in *; do [ "$f" = bench.md ] || [ -s "$out/all/$f" ] || echo "$f"; done)
+if [ -n "$missing" ]; then echo "!! scripts/experiments.sh does not write: $missing"; fail=1
+else echo "ok experiments.sh writes every file of results/ ($(ls results | wc -l) files)"; fi
 if grep -l "nan\|inf" "$out"/*.csv; then echo "!! a CSV holds nan or inf"; fail=1; fi
 exit $fail
