@@ -34,6 +34,7 @@ step() {
   shift
   if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   echo "=== $name: $*"
+  echo "$(date -u +%FT%TZ) $name started" >> "$log"
   start=$(date +%s)
   env "$@"
   secs=$(( $(date +%s) - start ))
