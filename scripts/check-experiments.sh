@@ -42,6 +42,12 @@ if [ "$n_hit" -ne "$n_ft" ] || ! cmp -s "$out/c1/finetune.csv" "$out/c2/finetune
    ! cmp -s <(tail -n +5 "$out/c1/finetune.md") <(tail -n +5 "$out/c2/finetune.md"); then
   echo "!! CACHE: $n_hit of $n_ft runs reused, or the tables differ"; fail=1
 else echo "ok CACHE ($n_hit of $n_ft runs reused, same tables)"; fi
+# ... and a run that reads a checkpoint (--load, --init) is not reused for a
+# different model under the same scratch name: here every base model differs
+QUICK=1 OUT="$out/c3" CACHE="$out/cache" ARGS="--rand-pos 256" scripts/finetune.sh > "$out/c3.log"
+n_hit=$(grep -c "(cached)" "$out/c3.log" || true)
+if [ "$n_hit" -ne 0 ]; then echo "!! CACHE: $n_hit runs of other base models reused"; fail=1
+else echo "ok CACHE keys a checkpoint by its bytes (0 runs of other base models reused)"; fi
 # make experiments (scripts/experiments.sh) writes every table, CSV and
 # picture that results/ holds (bench.md comes from make bench)
 QUICK=1 OUT="$out/all" scripts/experiments.sh > "$out/all.log"

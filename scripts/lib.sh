@@ -49,9 +49,11 @@ n_seeds=$(echo $SEEDS | wc -w)
 # With CACHE=DIR a run's files (its JSON, output, wall time, and the files it
 # writes with --save and --attn-png) go to DIR/KEY, where KEY is a SHA-256 of
 # the run's options (the names of the scratch and output folders left out),
-# the source code and the commands that build ./train, the --data file's
-# bytes, the CPU, the compiler and OPENBLAS_CORETYPE; a run whose KEY is
-# there is copied back instead of trained again.
+# the source code and the commands that build ./train, the bytes of the
+# files it reads (--data, and the checkpoint of --load, --init, --resume:
+# their names alone say nothing, the same scratch name holds a different
+# model in each script), the CPU, the compiler and OPENBLAS_CORETYPE; a run
+# whose KEY is there is copied back instead of trained again.
 run_all() {
   local start n
   start=$(date +%s)
@@ -68,15 +70,16 @@ run_all() {
   # shellcheck disable=SC2016
   xargs -P "$JOBS" -L 1 bash -c '
     id=$0
-    key="" save="" png="" data=""
+    key="" save="" png="" data="" ck=""
     prev=""
     for a in "$@"; do
-      case "$prev" in --save) save=$a ;; --attn-png) png=$a ;; --data) data=$a ;; esac
+      case "$prev" in --save) save=$a ;; --attn-png) png=$a ;; --data) data=$a ;; --load | --init | --resume) ck=$a ;; esac
       prev=$a
     done
     if [ -n "$CACHE" ]; then
       args="${*//$tmp/TMP}"
-      key=$( { echo "$CACHE_ID"; echo "${args//$OUT/OUT}"; if [ -f "$data" ]; then sha256sum < "$data"; fi; } | sha256sum | cut -c1-64)
+      key=$( { echo "$CACHE_ID"; echo "${args//$OUT/OUT}"; if [ -f "$data" ]; then sha256sum < "$data"; fi
+                if [ -f "$ck" ]; then sha256sum < "$ck"; fi; } | sha256sum | cut -c1-64)
       hit="$CACHE/$key"
       if [ -f "$hit/json" ]; then
         cp "$hit/json" "$tmp/$id.json"; cp "$hit/out" "$tmp/$id.out"; cp "$hit/secs" "$tmp/$id.secs"
