@@ -34,9 +34,10 @@ QUICK=1 OUT="$out" scripts/tasks.sh > "$out/tasks.log"
 expect "$out/tasks.csv" $((2 * n_pe * 2 * 3 + 1)); expect "$out/tasks.md" $((3 * (n_pe + 2) + 8))
 expect "$out/tasks.png" 1; expect "$out/tasks_length.png" 1
 # CACHE: a second invocation takes every run from the cache and writes the
-# same table (all but its first lines, which carry the date and wall time)
+# same table (all but its first lines, which carry the date and wall time),
+# also when it runs under make (as make experiments does)
 QUICK=1 OUT="$out/c1" CACHE="$out/cache" scripts/finetune.sh > "$out/c1.log"
-QUICK=1 OUT="$out/c2" CACHE="$out/cache" scripts/finetune.sh > "$out/c2.log"
+MAKELEVEL=1 QUICK=1 OUT="$out/c2" CACHE="$out/cache" scripts/finetune.sh > "$out/c2.log"
 n_ft=$(grep -c "@" "$out/c1.log"); n_hit=$(grep -c "(cached)" "$out/c2.log" || true)
 if [ "$n_hit" -ne "$n_ft" ] || ! cmp -s "$out/c1/finetune.csv" "$out/c2/finetune.csv" ||
    ! cmp -s <(tail -n +5 "$out/c1/finetune.md") <(tail -n +5 "$out/c2/finetune.md"); then

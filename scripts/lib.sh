@@ -49,7 +49,9 @@ n_seeds=$(echo $SEEDS | wc -w)
 # With CACHE=DIR a run's files (its JSON, output, wall time, and the files it
 # writes with --save and --attn-png) go to DIR/KEY, where KEY is a SHA-256 of
 # the run's options (the names of the scratch and output folders left out),
-# the source code and the commands that build ./train, the bytes of the
+# the source code and the commands that build ./train (without make's
+# "Entering directory" lines, which name the clone under make experiments,
+# so that another clone finds the runs), the bytes of the
 # files it reads (--data, and the checkpoint of --load, --init, --resume:
 # their names alone say nothing, the same scratch name holds a different
 # model in each script), the CPU, the compiler and OPENBLAS_CORETYPE; a run
@@ -62,7 +64,7 @@ run_all() {
   CACHE_ID=""
   if [ -n "$CACHE" ]; then
     mkdir -p "$CACHE"
-    CACHE_ID=$( { cat train.c $(find core data model eval cli plot -name '*.[ch]' | LC_ALL=C sort); make -Bn train
+    CACHE_ID=$( { cat train.c $(find core data model eval cli plot -name '*.[ch]' | LC_ALL=C sort); make -Bn --no-print-directory train
                   grep -m1 'model name' /proc/cpuinfo || true; ${CC:-cc} --version | head -1
                   echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-}"; } | sha256sum | cut -c1-64)
   fi
