@@ -36,7 +36,7 @@ LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c 
 HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test bench fuzz experiments experiments-quick deps deps-torch check-deps clean
+.PHONY: all run test bench fuzz experiments experiments-quick deps deps-lab deps-torch check-deps clean
 all: train pelab-plot
 
 pelab-plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
@@ -87,18 +87,25 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 	  grep -E "stat::number_of_executed_units|Done" $$work/log | head -2; rm -rf $$work; \
 	done
 
-# Every experiment of the README, one after another, each over its seeds
-# (SEEDS=, JOBS=, CACHE= as the scripts take them; CACHE=DIR lets an
-# interrupted run resume). DATA is the text corpus for extrapolation and the
-# sweeps.
-DATA ?= cats
-experiments: deps
-	$(MAKE) train pelab-plot
-	scripts/experiments.sh DATA=$(DATA)
+# The experiments: the Snakemake workflow lab/Snakefile, defined by
+# lab/config.yaml (README "Experiments"). RUNDIR keeps every run, so running
+# again resumes; TEXT is the text corpus (default: the config's, downloaded
+# and checked); JOBS runs at a time. make experiments publishes the tables
+# and figures into results/; lab/run DIR writes only into DIR.
+RUNDIR ?= runs/full
+JOBS ?= $(shell nproc)
+TEXT ?=
+experiments: deps-lab
+	$(MAKE) train
+	lab/run $(if $(TEXT),--text $(TEXT)) $(RUNDIR) -j $(JOBS) publish
 
-# Every experiment script on a tiny budget, checking its outputs (CI runs it).
-experiments-quick: deps
-	scripts/check-experiments.sh
+# The workflow on a tiny budget and the lab's checks (CI runs it).
+experiments-quick: deps-lab
+	$(MAKE) train
+	lab/check.sh
+
+deps-lab:
+	scripts/install-deps.sh --lab
 
 run: deps
 	$(MAKE) train

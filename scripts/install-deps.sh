@@ -4,6 +4,8 @@
 #   scripts/install-deps.sh --torch    also python3-torch (the PyTorch reference)
 #   scripts/install-deps.sh --fuzz     also clang and its libFuzzer runtime
 #   scripts/install-deps.sh --mpi      also OpenMPI (make train-mpi, make MPI=1)
+#   scripts/install-deps.sh --lab      also the experiment workflow: Snakemake and
+#                                      the Python scientific stack (lab/)
 set -euo pipefail
 want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev fonts-dejavu-core)
 for arg in "$@"; do
@@ -11,7 +13,8 @@ for arg in "$@"; do
         --torch) want+=(python3 python3-torch python3-numpy) ;;
         --fuzz) want+=(clang libclang-rt-14-dev) ;;
         --mpi) want+=(libopenmpi-dev openmpi-bin) ;;
-        *) echo "usage: $0 [--torch] [--fuzz] [--mpi]" >&2; exit 2 ;;
+        --lab) want+=(snakemake python3-pandas python3-scipy python3-statsmodels python3-matplotlib python3-yaml) ;;
+        *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab]" >&2; exit 2 ;;
     esac
 done
 missing=()

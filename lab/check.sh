@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The lab's checks (make experiments-quick; CI runs them): the workflow on a
+# tiny budget end to end, then what a researcher relies on — every file of
+# results/ is made by it; a second invocation does nothing; an interrupted
+# one leaves no run behind and resumes to the same tables; a bad config is
+# refused before any training; a custom experiment on a text corpus writes
+# nothing into results/ and reports no order accuracy; the comparison pairs
+# what is paired and refuses to pool repeated measures. Ends with
+# "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+text=/usr/share/common-licenses/GPL-3   # on every Debian machine (base-files)
+passed=0 failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+echo "== unit tests of the lab's Python (plan, statistics, tidy tables)"
+if /usr/bin/python3 -m unittest discover -s lab/tests -t lab > "$scratch/unit.log" 2>&1; then
+  ok "lab unit tests ($(grep -o 'Ran [0-9]* tests' "$scratch/unit.log"))"
+else cat "$scratch/unit.log"; bad "lab unit tests"; fi
+
+echo "== the QUICK workflow, every experiment (lab/run --quick)"
+before=$(git status --porcelain results)
+t0=$(date +%s)
+if lab/run --quick --text "$text" "$scratch/q" -j 2 > "$scratch/q.log" 2>&1; then
+  ok "workflow ran end to end in $(( $(date +%s) - t0 )) s"
+else tail -40 "$scratch/q.log"; bad "workflow ran end to end"; fi
+missing=$(cd results && for f in *; do [ "$f" = bench.md ] || [ "$f" = experiments.log ] || [ -s "$scratch/q/results/$f" ] || echo "$f"; done)
+check "the workflow writes every file of results/${missing:+ (missing: $missing)}" test -z "$missing"
+check "the report page is written" test -s "$scratch/q/results/report.html"
+check "a custom run folder leaves results/ alone" test "$(git status --porcelain results)" = "$before"
+if grep -l "nan\|inf" "$scratch"/q/results/*.csv; then bad "no CSV holds nan or inf"; else ok "no CSV holds nan or inf"; fi
+
+echo "== a second invocation does nothing"
+lab/run --quick --text "$text" "$scratch/q" -n > "$scratch/again.log" 2>&1
+check "second invocation: nothing to be done" grep -q "Nothing to be done" "$scratch/again.log"
+
+echo "== interrupted, then resumed"
+# Six runs of ~1500 steps; interrupted as Ctrl-C does it (SIGINT to the
+# whole process group, with SIGINT's default restored: a script's background
+# job starts with it ignored) and as a scheduler does (SIGTERM to lab/run).
+cat > "$scratch/slow.yaml" <<EOF
+experiments:
+  slow: {kind: encodings, encodings: [rope, alibi], seeds: 1-3, args: --steps 1500 --eval-tokens 512}
+EOF
+sigdfl='import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])'
+for how in ctrl-c sigterm; do
+  setsid /usr/bin/python3 -c "$sigdfl" lab/run --config-file "$scratch/slow.yaml" "$scratch/i-$how" -j 2 results/slow.md \
+    > "$scratch/i-$how.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do  # until both first runs are under way (at most 30 s)
+    [ "$(pgrep -f -- "--json runs/slow/" | wc -l)" -ge 2 ] && break; sleep 0.1
+  done
+  sleep 2
+  if [ "$how" = ctrl-c ]; then kill -INT -- "-$pid"; else kill -TERM "$pid"; fi
+  rc=0; wait "$pid" || rc=$?
+  check "$how: the workflow stops with an error code ($rc)" test "$rc" -ne 0
+  left=""
+  for p in $(pgrep -x train); do [ "$(readlink "/proc/$p/cwd")" = "$scratch/i-$how" ] && left="$left $p"; done
+  check "$how: no run of the interrupted workflow is left running${left:+ (pids$left)}" test -z "$left"
+  check "$how: no table from an unfinished experiment" test ! -e "$scratch/i-$how/results/slow.md"
+  check "$how: fewer than all runs finished" test "$(find "$scratch/i-$how/runs" -name '*.json' | wc -l)" -lt 6
+  lab/run --config-file "$scratch/slow.yaml" "$scratch/i-$how" -j 2 results/slow.md > "$scratch/i2-$how.log" 2>&1
+  check "$how: resumed, the workflow finishes" test -s "$scratch/i-$how/results/slow.md"
+done
+check "interrupted at different points, the same results (slow.csv but its timing columns)" \
+  cmp -s <(cut -d, -f1-3,5-8 "$scratch/i-ctrl-c/results/slow.csv") <(cut -d, -f1-3,5-8 "$scratch/i-sigterm/results/slow.csv")
+
+echo "== a bad config is refused before any training"
+refuse() {  # refuse NAME YAML PATTERN
+  printf '%s\n' "$2" > "$scratch/bad.yaml"
+  if lab/run --text "$text" --config-file "$scratch/bad.yaml" "$scratch/bad" -n > "$scratch/bad.log" 2>&1; then
+    bad "refused: $1 (accepted)"
+  elif grep -q "$3" "$scratch/bad.log" && [ ! -d "$scratch/bad/runs" ]; then ok "refused: $1"
+  else cat "$scratch/bad.log"; bad "refused: $1 (message)"; fi
+}
+refuse "duplicate seeds" 'experiments: {encodings: {seeds: [1, 1]}}' "given twice"
+refuse "unknown encoding" 'experiments: {encodings: {encodings: [rope, ropee]}}' "unknown encoding"
+refuse "a mode the trainer refuses" 'experiments: {order_composites: {modes: [bidir]}}' "causal only"
+refuse "threads 0" 'threads: 0' "threads must be"
+refuse "an option the workflow sets" 'experiments: {encodings: {args: --seed 3}}' "may not set --seed"
+check "lab/run refuses results/ as its run folder" bash -c '! lab/run results -n > /dev/null 2>&1'
+
+echo "== a custom experiment on a text corpus"
+cat > "$scratch/mine.yaml" <<EOF
+experiments:
+  mine: {kind: encodings, encodings: [rope, alibi], seeds: 1-2, args: --data $text --steps 20 --eval-tokens 512}
+EOF
+lab/run --text "$text" --config-file "$scratch/mine.yaml" "$scratch/m" -j 2 results/mine.md > "$scratch/m.log" 2>&1
+check "custom experiment ran" test -s "$scratch/m/results/mine.md"
+check "custom experiment reports no order accuracy" bash -c "! grep -q order_acc '$scratch/m/results/mine.md'"
+check "custom experiment wrote nothing into results/" test "$(git status --porcelain results)" = "$before"
+
+echo "== lab/compare"
+lab/compare "$scratch/q/runs/extrapolation" "$scratch/q/evals/extrapolation" --metric ppl --a label=rope --b label=rope.pi --at eval_ctx=1024 > "$scratch/c1.log" 2>&1
+check "paired by seed for the same checkpoints" grep -q "paired t" "$scratch/c1.log"
+lab/compare "$scratch/q/runs/extrapolation" --metric ppl --a pe=rope --b pe=alibi > "$scratch/c2.log" 2>&1
+check "refuses to pool the lengths of one run" grep -q "not pooled" "$scratch/c2.log"
+lab/compare "$scratch/q/runs/order" --metric order_acc --a pe=rope,attn=causal --b pe=rope,attn=bidir --unpaired > "$scratch/c3.log" 2>&1
+check "Welch when asked" grep -q "Welch" "$scratch/c3.log"
+lab/analyse "$scratch/q/runs/extrapolation" --out "$scratch/mine" > "$scratch/a.log" 2>&1
+check "lab/analyse makes a summary and a figure of any runs" test -s "$scratch/mine/summary.md" -a -s "$scratch/mine/lengths.png"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,176 @@
+"""The lab's commands for runs of your own (any --json files or run folders).
+
+  lab/compare RUNS… --metric M --a K=V[,K=V…] --b K=V[,K=V…] [--at K=V] [--unpaired]
+  lab/analyse RUNS… --out DIR [--by COL[,COL…]]
+
+RUNS are --json files or folders (searched for *.json; a workflow run
+folder's runs/ and evals/ qualify). Every scalar setting of a run's config
+(pe, attn, data, ctx, seed, rope_scale, …) is a column to select on; a run
+folder made by the workflow adds exp, arm and label.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from . import figures, stats
+from .runs import RunFileError, find_json, tidy
+
+# metric -> (table, the columns that tell a run's repeated measures apart)
+METRICS = {"order_acc": ("runs", []), "final_loss": ("runs", []), "eval_ppl": ("runs", []), "eval_loss": ("runs", []),
+           "solve_step": ("runs", []), "tokens_per_s": ("runs", []), "train_seconds": ("runs", []),
+           "ppl": ("evals", ["eval_ctx"]), "loss": ("evals", ["eval_ctx"]), "acc": ("task", ["task", "range"]),
+           "val_loss": ("curve", ["step"])}
+
+
+def labels_from_path(p):
+    """runs/EXP/ARM/SEED.json (or evals/…) as made by the workflow -> labels."""
+    parts = Path(p).parts
+    if len(parts) >= 4 and parts[-4] in ("runs", "evals") and Path(p).stem.isdigit():
+        return {"exp": parts[-3], "arm": parts[-2], "label": parts[-2]}
+    return {}
+
+
+def load(paths):
+    return tidy((p, labels_from_path(p)) for p in find_json(paths))
+
+
+def parse_selection(text, flag):
+    sel = {}
+    for item in filter(None, (text or "").split(",")):
+        if "=" not in item:
+            raise SystemExit(f"compare: {flag} takes KEY=VALUE[,KEY=VALUE…], not '{item}'")
+        k, v = item.split("=", 1)
+        sel[k.strip()] = v.strip()
+    return sel
+
+
+def select(df, sel, what):
+    out = df
+    for k, v in sel.items():
+        if k not in df.columns:
+            raise SystemExit(f"compare: {what}: no column '{k}' (columns: {', '.join(sorted(map(str, df.columns)))})")
+        out = out[out[k].astype(str) == v]
+    return out
+
+
+def one_per_seed(df, metric, side, repeated):
+    """The side's values indexed by seed; refuses repeated measures of a run."""
+    dup = df[df.duplicated("seed", keep=False)]
+    if not dup.empty:
+        seed = dup["seed"].iloc[0]
+        rows = df[df["seed"] == seed]
+        varying = [c for c in rows.columns if c not in ("path", metric) and rows[c].astype(str).nunique() > 1]
+        hint = (f"; each run has several values of {metric} ({', '.join(repeated)}): choose one with --at "
+                + ",".join(f"{c}=…" for c in repeated)) if repeated else ""
+        raise SystemExit(f"compare: side {side} has {len(rows)} rows for seed {seed} (they differ in: "
+                         f"{', '.join(varying) or 'nothing'}); they are not independent samples, so they are not "
+                         f"pooled{hint}. Narrow the selection.")
+    return df.set_index("seed")[metric]
+
+
+def compare_main(argv):
+    ap = argparse.ArgumentParser(prog="lab/compare", description="Compare two selections of runs on one metric: "
+                                 "paired by seed when both sides have the same seeds and data, Welch otherwise.")
+    ap.add_argument("runs", nargs="+", help="--json files or folders")
+    ap.add_argument("--metric", required=True, help="one of: " + ", ".join(METRICS))
+    ap.add_argument("--a", required=True, help="side A: KEY=VALUE[,KEY=VALUE…]")
+    ap.add_argument("--b", required=True, help="side B: KEY=VALUE[,KEY=VALUE…]")
+    ap.add_argument("--at", default="", help="KEY=VALUE for both sides, e.g. eval_ctx=1024")
+    ap.add_argument("--unpaired", action="store_true", help="Welch even when the seeds match")
+    a = ap.parse_args(argv)
+    if a.metric not in METRICS:
+        raise SystemExit(f"compare: unknown metric '{a.metric}' (one of: {', '.join(METRICS)})")
+    try:
+        t = load(a.runs)
+    except RunFileError as e:
+        raise SystemExit(f"compare: {e}")
+    table, repeated = METRICS[a.metric]
+    df = t[table]
+    if df.empty:
+        raise SystemExit(f"compare: no run has {a.metric}")
+    at = parse_selection(a.at, "--at")
+    sides = {}
+    for name, text in (("A", a.a), ("B", a.b)):
+        sel = {**parse_selection(text, f"--{name.lower()}"), **at}
+        sub = select(df, sel, f"side {name}")
+        sub = sub[sub[a.metric].notna()]
+        if sub.empty:
+            raise SystemExit(f"compare: side {name} ({text}) selects no run with {a.metric}")
+        sides[name] = (sub, one_per_seed(sub, a.metric, name, [c for c in repeated if c not in at]))
+    (da, va), (db, vb) = sides["A"], sides["B"]
+    same_data = set(da["data"].astype(str)) == set(db["data"].astype(str)) and da["data"].nunique() == 1
+    paired = not a.unpaired and set(va.index) == set(vb.index) and same_data and len(va) >= 2
+    for name, text in (("A", a.a), ("B", a.b)):
+        e = stats.mean_ci(sides[name][1])
+        print(f"{name} ({text}{', ' + a.at if a.at else ''}): {a.metric} {e.fmt(4)} (mean ± 95% t-interval, n = {e.n})")
+    if paired:
+        c = stats.paired(va.sort_index(), vb.sort_index())
+        how = f"paired by seed (seeds {', '.join(map(str, sorted(va.index)))}; same data)"
+    else:
+        c = stats.welch(va, vb)
+        why = "asked for" if a.unpaired else ("the seeds differ" if set(va.index) != set(vb.index) else
+                                             "the data differ" if not same_data else "fewer than 2 pairs")
+        how = f"Welch (unpaired: {why})"
+    print(f"A − B = {c.diff:.4f}, 95% interval [{c.lo:.4f}, {c.hi:.4f}]; {c.test}, {how}; n = {c.n_a} and {c.n_b}; "
+          f"p = {c.p:.3g}")
+    print(f"smallest |A − B| this n detects with 80% power (α = 0.05): {c.mde:.4f}")
+    print(f"verdict: {c.verdict}" + (" (the interval excludes 0)" if c.verdict == "differ" else
+                                     " (the interval includes 0)" if c.verdict == "not told apart" else ""))
+    return 0
+
+
+def analyse_main(argv):
+    ap = argparse.ArgumentParser(prog="lab/analyse", description="The lab's tables and figures for runs of your own.")
+    ap.add_argument("runs", nargs="+", help="--json files or folders")
+    ap.add_argument("--out", required=True, help="folder for the CSVs, summary.md and figures")
+    ap.add_argument("--by", default="label", help="columns that name a configuration (default: label, i.e. the "
+                                                  "workflow's arm, else the encoding)")
+    a = ap.parse_args(argv)
+    try:
+        t = load(a.runs)
+    except RunFileError as e:
+        raise SystemExit(f"analyse: {e}")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    by = a.by.split(",")
+    runs = t["runs"]
+    for c in by:
+        if c not in runs.columns:
+            raise SystemExit(f"analyse: no column '{c}'")
+    for name, df in t.items():
+        if not df.empty:
+            df.to_csv(out / f"{name}.csv", index=False)
+    lines = [f"# {len(runs)} runs from {' '.join(a.runs)}", "", "Mean ± 95% t-interval over the runs of each configuration; "
+             "— = not measured by these runs.", ""]
+    metrics = [m for m in ("final_loss", "eval_ppl", "order_acc", "solve_step", "tokens_per_s") if runs[m].notna().any()]
+    lines.append("| " + " | ".join(by + ["n"] + metrics) + " |")
+    lines.append("|" + "---|" * (len(by) + 1 + len(metrics)))
+    for key, g in runs.groupby(by, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        lines.append("| " + " | ".join([str(k) for k in key] + [str(len(g))]
+                                       + [stats.mean_ci(g[m]).fmt(4) for m in metrics]) + " |")
+    ev = t["evals"]
+    if not ev.empty and ev["eval_ctx"].nunique() > 1:
+        ev = ev.assign(label=ev[by].astype(str).agg(" ".join, axis=1))
+        figures.length_curves(ev, "perplexity against evaluation length", str(out / "lengths"),
+                              int(runs["ctx"].min()), list(dict.fromkeys(ev["label"])))
+        lines += ["", "![lengths](lengths.png)"]
+    cu = t["curve"]
+    if not cu.empty and cu["order_acc"].notna().any():
+        figures.order_curves(cu, "order accuracy during training", str(out / "order"))
+        lines += ["", "![order](order.png)"]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("compare", "analyse"):
+        raise SystemExit("usage: python3 -m pelab_lab.cli compare|analyse …")
+    return {"compare": compare_main, "analyse": analyse_main}[sys.argv[1]](sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

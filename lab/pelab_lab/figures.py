@@ -1,0 +1,159 @@
+"""Figures from the tidy tables: mean with its 95% t-band, and a thin line
+per seed (so that a two-cluster result is seen as two clusters, not as a
+mean no seed has); fixed colours per encoding (style.py); labelled log axes;
+chance, baseline and training-length lines; PNG and SVG."""
+import math
+
+import numpy as np
+from matplotlib.ticker import LogLocator, ScalarFormatter, NullFormatter
+
+from . import stats
+from .runs import SOLVED
+from .style import plt, encoding_style, save
+
+
+def _band(ax, x, groups, style, label, per_seed):
+    """groups: list over x of arrays of per-seed values (x sorted)."""
+    est = [stats.mean_ci(g) for g in groups]
+    m = np.array([e.mean for e in est])
+    lo = np.array([e.lo if e.n > 1 else e.mean for e in est])
+    hi = np.array([e.hi if e.n > 1 else e.mean for e in est])
+    ax.plot(x, m, label=label, markersize=4, linewidth=1.6, **style)
+    ax.fill_between(x, lo, hi, color=style["color"], alpha=0.15, linewidth=0)
+    for seed_line in per_seed:
+        ax.plot(x, seed_line, color=style["color"], linewidth=0.5, alpha=0.35, linestyle=style["linestyle"])
+
+
+def _log_axis(axis):
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    fmt = ScalarFormatter()
+    fmt.set_scientific(False)
+    axis.set_major_formatter(fmt)
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _per_seed(df, xcol, ycol, xs):
+    lines = []
+    for _, g in df.groupby("seed"):
+        s = g.set_index(xcol)[ycol]
+        lines.append([float(s.get(x, math.nan)) for x in xs])
+    return lines
+
+
+def order_curves(curve, title, stem, order=None):
+    """order_acc against training step, one panel per attention mode."""
+    modes = [m for m in ("causal", "bidir") if m in set(curve["attn"])]
+    fig, axes = plt.subplots(1, len(modes), figsize=(6.2 * len(modes), 4.4), squeeze=False, sharey=True)
+    labels = order or list(dict.fromkeys(curve["pe"]))
+    for ax, mode in zip(axes[0], modes):
+        sub = curve[curve["attn"] == mode]
+        for i, pe in enumerate(labels):
+            g = sub[sub["pe"] == pe]
+            if g.empty:
+                continue
+            xs = sorted(g["step"].unique())
+            groups = [g[g["step"] == x]["order_acc"].to_numpy() for x in xs]
+            _band(ax, xs, groups, encoding_style(pe, i), pe, _per_seed(g, "step", "order_acc", xs))
+        ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":", label="chance (two nouns)")
+        ax.axhline(SOLVED, color="grey", linewidth=0.6, linestyle="--", label="solved (0.95)")
+        ax.set_xlabel("training step")
+        ax.set_title(f"{mode} attention")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("order accuracy on held-out triples")
+    axes[0][-1].legend(fontsize=7, loc="lower right", ncol=2)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)
+
+
+def length_curves(evals, title, stem, train_ctx, labels):
+    """Perplexity against evaluation length, log-log, one line per label."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for i, lab in enumerate(labels):
+        g = evals[(evals["label"] == lab) & evals["ppl"].notna()]
+        if g.empty:
+            continue
+        xs = sorted(g["eval_ctx"].unique())
+        groups = [g[g["eval_ctx"] == x]["ppl"].to_numpy() for x in xs]
+        _band(ax, xs, groups, encoding_style(lab, i), lab, _per_seed(g, "eval_ctx", "ppl", xs))
+    ax.axvline(train_ctx, color="grey", linewidth=0.8, linestyle=":", label=f"training length ({train_ctx})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    _log_axis(ax.yaxis)
+    ax.set_xlabel("evaluation length (tokens)")
+    ax.set_ylabel("validation perplexity (mean, 95% band; thin: seeds)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title(title, fontsize=10)
+    return save(fig, stem)
+
+
+def sweep_panels(runs_long, title, stem):
+    """One panel per sweep: perplexity at each evaluation length against the value."""
+    sweeps = list(dict.fromkeys(runs_long["sweep"]))
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(3.6 * len(sweeps), 3.8), squeeze=False)
+    for ax, sw in zip(axes[0], sweeps):
+        g = runs_long[runs_long["sweep"] == sw]
+        for i, L in enumerate(sorted(g["eval_ctx"].unique())):
+            h = g[(g["eval_ctx"] == L) & g["ppl"].notna()]
+            xs = sorted(h["value"].astype(float).unique())
+            groups = [h[h["value"].astype(float) == x]["ppl"].to_numpy() for x in xs]
+            per_seed = _per_seed(h.assign(value=h["value"].astype(float)), "value", "ppl", xs)
+            _band(ax, xs, groups, encoding_style(f"length {L}", i), f"ppl at {L}", per_seed)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _log_axis(ax.yaxis)
+        ax.set_xlabel(sw)
+        ax.grid(alpha=0.3, which="both")
+        ax.set_title(sw, fontsize=9)
+    axes[0][0].set_ylabel("perplexity (mean, 95% band)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)
+
+
+def task_heatmap(matrix, rows, cols, title, stem):
+    """Mean accuracy, encodings × tasks, with a colour bar; blank = refused."""
+    fig, ax = plt.subplots(figsize=(1.2 * len(cols) + 3, 0.32 * len(rows) + 1.8))
+    im = ax.imshow(np.ma.masked_invalid(matrix), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    for (i, j), v in np.ndenumerate(matrix):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color="white" if v < 0.6 else "black")
+    fig.colorbar(im, ax=ax, label="exact-match accuracy (mean over seeds)")
+    ax.set_title(title, fontsize=10)
+    return save(fig, stem)
+
+
+def task_lengths(task, title, stem, encodings):
+    """Accuracy against instance size, one panel per task, one line per encoding."""
+    tasks = list(dict.fromkeys(task["task"]))
+    ncol = min(4, len(tasks))
+    nrow = math.ceil(len(tasks) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 3.2 * nrow), squeeze=False, sharey=True)
+    for k, t in enumerate(tasks):
+        ax = axes[k // ncol][k % ncol]
+        g = task[(task["task"] == t) & task["acc"].notna()]
+        for i, pe in enumerate(encodings):
+            h = g[g["pe"] == pe]
+            if h.empty:
+                continue
+            xs = sorted(h["hi"].unique())
+            groups = [h[h["hi"] == x]["acc"].to_numpy() for x in xs]
+            _band(ax, xs, groups, encoding_style(pe, i), pe, [])
+        train_hi = task[(task["task"] == t) & task["train_range"]]["hi"].max()
+        ax.axvline(train_hi, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(t, fontsize=9)
+        ax.set_xlabel("largest instance size of the range")
+        ax.grid(alpha=0.3)
+    for k in range(len(tasks), nrow * ncol):
+        axes[k // ncol][k % ncol].axis("off")
+    axes[0][0].set_ylabel("exact match (mean, 95% band)")
+    axes[0][0].legend(fontsize=6, ncol=2)
+    fig.suptitle(title + " (dotted: largest training size)", fontsize=10)
+    return save(fig, stem)

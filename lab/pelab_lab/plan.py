@@ -1,0 +1,293 @@
+"""The experiments of a config, as a list of runs.
+
+A run is one ./train invocation: an experiment, an arm (one configuration of
+the experiment), a seed. A *training* run writes its --json and a checkpoint;
+an *evaluation* run loads the checkpoint of another arm of the same
+experiment at the same seed (so the two are paired by construction) and
+writes its --json. Everything the workflow, the tables and the checks need to
+know about a run is here; nothing else lists experiments.
+"""
+from dataclasses import dataclass, field
+import re
+import shlex
+
+
+class ConfigError(Exception):
+    """A config the workflow refuses before any training (message says why)."""
+
+
+@dataclass
+class Run:
+    exp: str
+    arm: str                 # path-safe name of the configuration
+    label: str               # its name in tables and figures
+    seed: int
+    options: list            # ./train options, without --seed/--json/--save/--threads
+    reads: str = None        # arm whose checkpoint (same seed) this run reads
+    read_flag: str = None    # --load (evaluation) or --init (fine-tune)
+    uses_text: bool = False  # reads the config's text corpus
+    env: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)   # columns of the tidy table
+
+    @property
+    def trains(self):
+        return self.read_flag != "--load"
+
+    @property
+    def key(self):
+        return f"{self.exp}/{self.arm}/{self.seed}"
+
+
+def slug(label):
+    """'rope (pi)' -> 'rope.pi'; 'fine-tuned (ntk)' -> 'fine-tuned.ntk'."""
+    s = re.sub(r"\s*\(([^)]*)\)", r".\1", label)
+    s = s.replace("@", ".").replace(" ", "-")
+    if not re.fullmatch(r"[A-Za-z0-9_.+=-]+", s):
+        raise ConfigError(f"cannot name a run folder after '{label}'")
+    return s
+
+
+def parse_seeds(value, where):
+    """'1-10' or [1, 2, 3] -> [1, ..., 10]; duplicates and non-integers refused."""
+    if isinstance(value, int):
+        seeds = [value]
+    elif isinstance(value, str) and re.fullmatch(r"\d+-\d+", value.strip()):
+        a, b = (int(x) for x in value.split("-"))
+        if b < a:
+            raise ConfigError(f"{where}: seeds '{value}' is an empty range")
+        seeds = list(range(a, b + 1))
+    elif isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) for s in value):
+        seeds = list(value)
+    else:
+        raise ConfigError(f"{where}: seeds must be a list of integers or 'A-B', not {value!r}")
+    dup = sorted({s for s in seeds if seeds.count(s) > 1})
+    if dup:
+        raise ConfigError(f"{where}: seed(s) {dup} given twice (a seed counted twice narrows the interval falsely)")
+    if any(s < 0 for s in seeds):
+        raise ConfigError(f"{where}: seeds must be ≥ 0")
+    return seeds
+
+
+def _split_args(value, where):
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: args must be a string of ./train options")
+    return shlex.split(value)
+
+
+class Registry:
+    """What ./train --list-pe says about the encodings."""
+
+    def __init__(self, list_pe_text):
+        self.kind, self.causal_only, self.rope_scales = {}, set(), {}
+        for line in list_pe_text.splitlines():
+            parts = line.split()
+            if len(parts) < 2:
+                continue
+            name, kind = parts[0], parts[1]
+            self.kind[name] = kind
+            if "; causal only" in line:
+                self.causal_only.add(name)
+            m = re.search(r"--rope-scale (\S+)", line)
+            if m:
+                self.rope_scales[name] = [s for s in m.group(1).split("|") if s != "none"]
+        for name, kind in list(self.kind.items()):   # a composite is causal only if a part is
+            if kind == "composite" and any(p in self.causal_only for p in name.split("+")):
+                self.causal_only.add(name)
+
+    def single(self):
+        return [n for n, k in self.kind.items() if k != "composite"]
+
+    def every(self):
+        return list(self.kind)
+
+
+def _encodings(spec, reg, where):
+    value = spec.get("encodings", "single")
+    if value == "single":
+        names = reg.single()
+    elif value == "all":
+        names = reg.every()
+    elif isinstance(value, list) and value:
+        names = [str(v) for v in value]
+    else:
+        raise ConfigError(f"{where}: encodings must be a list of names, 'single' or 'all', not {value!r}")
+    unknown = [n for n in names + list(spec.get("exclude", [])) if n not in reg.kind]
+    if unknown:
+        raise ConfigError(f"{where}: unknown encoding(s) {unknown}; ./train --list-pe lists them")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"{where}: encoding(s) {dup} listed twice")
+    return [n for n in names if n not in spec.get("exclude", [])]
+
+
+def _need(spec, key, where, kind=int, positive=True):
+    if key not in spec:
+        raise ConfigError(f"{where}: '{key}' is missing")
+    try:
+        v = kind(spec[key])
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: '{key}' must be a {kind.__name__}, not {spec[key]!r}")
+    if positive and v <= 0:
+        raise ConfigError(f"{where}: '{key}' must be positive, not {spec[key]!r}")
+    return v
+
+
+def lengths_of(spec, where):
+    L = _need(spec, "ctx", where)
+    return [L * f for f in (1, 2, 4, 8, 16)]
+
+
+def _order(name, spec, reg, seeds, args):
+    modes = spec.get("modes", ["causal", "bidir"])
+    bad = [m for m in modes if m not in ("causal", "bidir")]
+    if bad:
+        raise ConfigError(f"experiment {name}: unknown mode(s) {bad} (causal, bidir)")
+    every = _need(spec, "eval_every", f"experiment {name}")
+    runs = []
+    named = isinstance(spec.get("encodings"), list)   # 'single'/'all' leave out the pairs ./train refuses
+    for pe in _encodings(spec, reg, f"experiment {name}"):
+        for mode in modes:
+            if mode == "bidir" and pe in reg.causal_only and not named:
+                continue
+            if mode == "bidir" and pe in reg.causal_only:
+                raise ConfigError(f"experiment {name}: {pe} is causal only; ./train refuses --attn bidir with it "
+                                  f"(take bidir out of its modes or the encoding out of the list)")
+            for s in seeds:
+                runs.append(Run(name, f"{pe}_{mode}", f"{pe} {mode}", s,
+                                ["--pe", pe, "--attn", mode, "--eval-every", str(every)] + args,
+                                meta={"pe": pe, "attn": mode}))
+    return runs
+
+
+def _encodings_exp(name, spec, reg, seeds, args):
+    return [Run(name, pe, pe, s, ["--pe", pe] + args, meta={"pe": pe})
+            for pe in _encodings(spec, reg, f"experiment {name}") for s in seeds]
+
+
+def _length(name, spec, reg, seeds, args):
+    where = f"experiment {name}"
+    lengths = ",".join(str(x) for x in lengths_of(spec, where))
+    common = ["--data", "{text}", "--eval-ctx", lengths, "--eval-tokens", str(_need(spec, "eval_tokens", where))]
+    train = ["--ctx", str(spec["ctx"]), "--steps", str(_need(spec, "steps", where)), "--lr", str(_need(spec, "lr", where, float))]
+    runs = []
+    scales = spec.get("rope_scales", [])
+    for pe in _encodings(spec, reg, where):
+        for s in seeds:
+            runs.append(Run(name, pe, pe, s, ["--pe", pe] + train + common + args, uses_text=True, meta={"pe": pe, "scale": "none"}))
+        for scale in scales:
+            if scale not in reg.rope_scales.get(pe, []):
+                continue
+            for s in seeds:
+                runs.append(Run(name, f"{pe}.{scale}", f"{pe} ({scale})", s, common + ["--rope-scale", scale],
+                                reads=pe, read_flag="--load", uses_text=True, meta={"pe": pe, "scale": scale}))
+    return runs
+
+
+def _finetune(name, spec, reg, seeds, args):
+    where = f"experiment {name}"
+    lengths = ",".join(str(x) for x in lengths_of(spec, where))
+    common = ["--data", "{text}", "--eval-ctx", lengths, "--eval-tokens", str(_need(spec, "eval_tokens", where))]
+    ft_steps = _need(spec, "ft_steps", where)
+    runs = []
+    for s in seeds:
+        runs.append(Run(name, "base", "base", s, ["--pe", "rope", "--ctx", str(spec["ctx"]), "--steps", str(_need(spec, "steps", where))]
+                        + common + args, uses_text=True, meta={"pe": "rope", "method": "none", "stage": "base"}))
+    for m in spec.get("methods", ["none", "pi", "ntk", "yarn"]):
+        if m not in ["none"] + reg.rope_scales.get("rope", []):
+            raise ConfigError(f"{where}: unknown method '{m}' (none, {', '.join(reg.rope_scales.get('rope', []))})")
+        scale = [] if m == "none" else ["--rope-scale", m]
+        for s in seeds:
+            if m != "none":
+                runs.append(Run(name, f"base-eval.{m}", f"base-eval ({m})", s, common + scale, reads="base", read_flag="--load",
+                                uses_text=True, meta={"pe": "rope", "method": m, "stage": "base-eval"}))
+            runs.append(Run(name, f"fine-tuned.{m}", f"fine-tuned ({m})", s,
+                            ["--ctx", str(_need(spec, "long", where)), "--steps", str(ft_steps), "--lr", str(_need(spec, "ft_lr", where, float)),
+                             "--warmup", str(ft_steps // 10)] + scale + common, reads="base", read_flag="--init",
+                            uses_text=True, meta={"pe": "rope", "method": m, "stage": "fine-tuned"}))
+    return runs
+
+
+def _sweep(name, spec, reg, seeds, args):
+    where = f"experiment {name}"
+    L = _need(spec, "ctx", where)
+    common = ["--data", "{text}", "--ctx", str(L), "--steps", str(_need(spec, "steps", where)), "--lr", str(_need(spec, "lr", where, float)),
+              "--eval-ctx", f"{L},{8 * L}", "--eval-tokens", str(_need(spec, "eval_tokens", where))]
+    runs = []
+    for sweep, sw in (spec.get("sweeps") or {}).items():
+        if not isinstance(sw, dict) or sw.get("pe") not in reg.kind or not str(sw.get("option", "")).startswith("--"):
+            raise ConfigError(f"{where}: sweep '{sweep}' needs pe (a known encoding), option (--…) and values")
+        for v in sw.get("values", []):
+            for s in seeds:
+                runs.append(Run(name, f"{slug(sweep)}.{v}", f"{sweep} = {v}", s, ["--pe", sw["pe"], sw["option"], str(v)] + common + args,
+                                uses_text=True, meta={"pe": sw["pe"], "sweep": sweep, "value": str(v)}))
+    return runs
+
+
+def _tasks(name, spec, reg, seeds, args):
+    where = f"experiment {name}"
+    steps, n_eval = _need(spec, "steps", where), _need(spec, "task_eval", where)
+    runs = []
+    for task in spec.get("tasks", []):
+        for pe in _encodings(spec, reg, where):
+            for s in seeds:
+                runs.append(Run(name, f"{task}.{pe}", f"{task} {pe}", s,
+                                ["--data", f"task:{task}", "--pe", pe, "--steps", str(steps), "--task-eval", str(n_eval)] + args,
+                                meta={"pe": pe, "task": task}))
+    return runs
+
+
+KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
+         "sweep": _sweep, "tasks": _tasks}
+
+
+def cpu_has(flag):
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and flag in line.split() for line in f)
+    except OSError:
+        return False
+
+
+def plan(config, list_pe_text):
+    """Every run of every experiment of config, checked; {exp: [Run]}.
+
+    Raises ConfigError for anything ./train would refuse or the statistics
+    would get wrong: unknown encodings, a mode an encoding refuses, duplicate
+    seeds, missing budgets, an unknown experiment kind."""
+    reg = Registry(list_pe_text)
+    out = {}
+    exps = config.get("experiments") or {}
+    if not isinstance(exps, dict) or not exps:
+        raise ConfigError("the config has no experiments")
+    threads = config.get("threads", 1)
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ConfigError(f"threads must be a positive integer, not {threads!r}")
+    for name, spec in exps.items():
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", str(name)):
+            raise ConfigError(f"experiment name '{name}': letters, digits, _ and - only")
+        if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
+            raise ConfigError(f"experiment {name}: kind must be one of {sorted(KINDS)}")
+        seeds = parse_seeds(spec.get("seeds", "1-3"), f"experiment {name}")
+        args = _split_args(spec.get("args"), f"experiment {name}")
+        for a in args:
+            if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume"):
+                raise ConfigError(f"experiment {name}: args may not set {a}; the workflow sets it per run")
+        runs = KINDS[spec["kind"]](name, spec, reg, seeds, args)
+        env = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
+        for r in runs:
+            r.env = env
+        keys = [r.key for r in runs]
+        if len(set(keys)) != len(keys):
+            raise ConfigError(f"experiment {name}: two runs share a name; make its arms distinct")
+        out[name] = runs
+    return out
+
+
+def skipped(config, name):
+    """Why experiment `name` is skipped on this machine, or None."""
+    flag = (config["experiments"][name] or {}).get("needs_cpu_flag")
+    if flag and not cpu_has(flag):
+        return f"needs a CPU with {flag}, which this one lacks"
+    return None

@@ -1,0 +1,104 @@
+"""Each experiment's Markdown file (a header saying how it was made, then
+its table) and the self-contained HTML report of a run folder."""
+import base64
+import datetime
+import html
+import os
+import platform
+import re
+from pathlib import Path
+
+from . import tables
+from .runs import tidy
+
+TITLES = {"order": "Order: order_acc on held-out triples, over seeds",
+          "encodings": "Every encoding with the defaults",
+          "length": "Extrapolation: trained short, perplexity at longer contexts",
+          "finetune": "RoPE context extension with fine-tuning",
+          "sweep": "Sweeps: base frequencies, clipping distances, p-RoPE fractions",
+          "tasks": "Tasks: trained short, tested long"}
+
+
+def machine():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    return f"{os.cpu_count()} cores ({model or platform.machine()}{', OPENBLAS_CORETYPE=' + core if core else ''})"
+
+
+def experiment_table(name, spec, runs, json_paths, stem, command):
+    records = [(p, {"exp": r.exp, "arm": r.arm, "label": r.label, "seed": r.seed, **r.meta})
+               for r, p in zip(runs, json_paths)]
+    t = tidy(records)
+    body = tables.BUILDERS[spec["kind"]](name, t, stem, spec)
+    secs = t["runs"]["train_seconds"].sum()
+    arms = list(dict.fromkeys(r.arm for r in runs))
+    example = next(r for r in runs if r.arm == arms[0])
+    head = [f"# {TITLES[spec['kind']]} ({name})", "",
+            f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`; `lab/run` for a run folder of "
+            f"your own) — {datetime.date.today().isoformat()}, {machine()}; {len(runs)} runs of "
+            f"{len(arms)} configurations × {len(set(r.seed for r in runs))} seeds; "
+            f"{secs:.0f} s of training and evaluation inside ./train.",
+            f"Each run is one `./train` command, e.g. `{command(example)}`"
+            + ".", ""]
+    Path(f"{stem}.md").write_text("\n".join(head) + body + "\n")
+
+
+def _inline(text):
+    text = html.escape(text)
+    text = re.sub(r"`([^`]*)`", r"<code>\1</code>", text)
+    return re.sub(r"\*\*([^*]*)\*\*", r"<b>\1</b>", text)
+
+
+def md_to_html(md, folder):
+    """The Markdown our tables use (headings, paragraphs, pipe tables,
+    images) as HTML, images inlined as data: URLs."""
+    out, table = [], []
+
+    def flush():
+        if table:
+            rows = [[c.strip() for c in r.strip().strip("|").split("|")] for r in table if not re.fullmatch(r"\|(-+\|)+", r.strip())]
+            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows[1:]) + "</table>")
+            table.clear()
+
+    for line in md.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        m = re.fullmatch(r"!\[([^\]]*)\]\(([^)]*)\)", line.strip())
+        if m:
+            p = Path(folder) / m.group(2)
+            data = base64.b64encode(p.read_bytes()).decode() if p.is_file() else ""
+            out.append(f'<figure><img alt="{html.escape(m.group(1))}" src="data:image/png;base64,{data}"></figure>')
+        elif line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")) + 1, 4)
+            out.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def html_report(exps, skipped, out, config):
+    folder = Path(out).parent
+    parts = [f"<h1>pelab experiments</h1><p>{_inline(machine())}; made {datetime.datetime.now().isoformat(timespec='seconds')}; "
+             f"text corpus: <code>{html.escape(str(config.get('text')))}</code>.</p>"]
+    if skipped:
+        parts.append("<p>Skipped here: " + "; ".join(f"{html.escape(e)} ({html.escape(w)})" for e, w in skipped.items()) + ".</p>")
+    parts.append("<ul>" + "".join(f'<li><a href="#{e}">{e}</a></li>' for e in exps) + "</ul>")
+    for e in exps:
+        parts.append(f'<section id="{e}">' + md_to_html((folder / f"{e}.md").read_text(), folder) + "</section>")
+        for png in sorted(folder.glob(f"attn_*.png")) if config["experiments"][e].get("pictures") else []:
+            data = base64.b64encode(png.read_bytes()).decode()
+            parts.append(f'<figure><img alt="{png.stem}" src="data:image/png;base64,{data}"><figcaption>{png.stem}</figcaption></figure>')
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;font-size:13px}"
+             "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}code{background:#f4f4f4}")
+    Path(out).write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>pelab experiments</title>"
+                         f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+

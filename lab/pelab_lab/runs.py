@@ -1,0 +1,99 @@
+"""Runs' --json files into tidy tables (pandas), with a JSON parser.
+
+Four tables, one row per observation:
+  runs   one row per run: what it was (from its own config, plus the
+         workflow's labels when it has them) and what it measured once;
+  evals  one row per run and evaluation length (ppl; refused rows kept, with
+         their reason, and no number);
+  curve  one row per run and --eval-every point;
+  task   one row per run and size range of a task.
+A metric a run did not produce is missing (NaN), never 0.
+"""
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+SOLVED = 0.95   # order_acc at which the order task counts as solved
+
+
+class RunFileError(Exception):
+    pass
+
+
+def read_run(path):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise RunFileError(f"{path}: cannot read ({e.strerror})")
+    except json.JSONDecodeError as e:
+        raise RunFileError(f"{path}: not a pelab --json file ({e.msg} at line {e.lineno})")
+    if not isinstance(d, dict) or "config" not in d:
+        raise RunFileError(f"{path}: not a pelab --json file (no config)")
+    return d
+
+
+def _num(d, *keys):
+    for k in keys:
+        if not isinstance(d, dict) or k not in d or d[k] is None:
+            return math.nan
+        d = d[k]
+    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else math.nan
+
+
+def tidy(records):
+    """records: iterable of (path, labels) where labels is a dict of columns
+    (exp, arm, label, seed and the experiment's own, e.g. task) or {}."""
+    runs, evals, curve, task = [], [], [], []
+    for path, labels in records:
+        d = read_run(path)
+        c = d["config"]
+        # every scalar setting of the run is a column (pe, attn, data, ctx,
+        # seed, rope_scale, …), so that any of them can select runs
+        base = {k: v for k, v in c.items() if isinstance(v, (str, int, float, bool)) or v is None}
+        base.update({"exp": "", "arm": "", "label": c.get("pe")})
+        base.update(labels)
+        base["path"] = str(path)
+        row = dict(base)
+        row.update({"params": _num(d, "params"), "steps": _num(d, "train", "steps"),
+                    "final_loss": _num(d, "train", "final_loss"), "tokens_per_s": _num(d, "train", "tokens_per_s"),
+                    "train_seconds": _num(d, "train", "seconds"), "order_acc": _num(d, "order", "acc"),
+                    "order_n": _num(d, "order", "n")})
+        solve = math.nan
+        for p in d.get("curve") or []:
+            curve.append({**base, "step": p.get("step"), "train_loss": _num(p, "train_loss"),
+                          "val_loss": _num(p, "val_loss"), "order_acc": _num(p, "order_acc"),
+                          "task_acc": _num(p, "task_acc")})
+            if math.isnan(solve) and _num(p, "order_acc") >= SOLVED:
+                solve = float(p["step"])
+        row["solve_step"] = solve
+        first = (d.get("eval") or [{}])[0]
+        row["eval_loss"], row["eval_ppl"] = _num(first, "loss"), _num(first, "ppl")
+        runs.append(row)
+        for e in d.get("eval") or []:
+            evals.append({**base, "eval_ctx": e.get("ctx"), "loss": _num(e, "loss"), "ppl": _num(e, "ppl"),
+                          "refused": e.get("error")})
+        for i, t in enumerate(d.get("task") or []):
+            task.append({**base, "task": labels.get("task", str(c.get("data", "")).removeprefix("task:")),
+                         "range": i, "lo": t.get("lo"), "hi": t.get("hi"), "train_range": bool(t.get("train")),
+                         "acc": _num(t, "acc"), "n": _num(t, "n"), "refused": t.get("error")})
+    cols = lambda rows: pd.DataFrame(rows)
+    return {"runs": cols(runs), "evals": cols(evals), "curve": cols(curve), "task": cols(task)}
+
+
+def find_json(paths):
+    """Files and folders -> the --json files among them (folders searched)."""
+    out = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.json") if q.is_file())
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise RunFileError(f"{p}: no such file or folder")
+    if not out:
+        raise RunFileError("no --json files among " + " ".join(str(p) for p in paths))
+    return out
