@@ -36,7 +36,7 @@ LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c 
 HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test bench fuzz experiments experiments-quick deps deps-lab deps-torch check-deps clean
+.PHONY: all run test bench fuzz experiments experiments-quick slurm-check deps deps-lab deps-torch check-deps clean
 all: train pelab-plot
 
 pelab-plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
@@ -106,6 +106,13 @@ experiments-quick: deps-lab
 
 deps-lab:
 	scripts/install-deps.sh --lab
+
+# A single-node Slurm on this machine and the QUICK workflow through it
+# (root; installs slurm-wlm and munge; CI runs it).
+slurm-check:
+	scripts/install-deps.sh --lab --slurm
+	$(MAKE) train
+	lab/slurm-check.sh
 
 run: deps
 	$(MAKE) train

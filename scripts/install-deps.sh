@@ -6,6 +6,7 @@
 #   scripts/install-deps.sh --mpi      also OpenMPI (make train-mpi, make MPI=1)
 #   scripts/install-deps.sh --lab      also the experiment workflow: Snakemake and
 #                                      the Python scientific stack (lab/)
+#   scripts/install-deps.sh --slurm    also Slurm and munge (make slurm-check)
 set -euo pipefail
 want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev fonts-dejavu-core)
 for arg in "$@"; do
@@ -14,7 +15,8 @@ for arg in "$@"; do
         --fuzz) want+=(clang libclang-rt-14-dev) ;;
         --mpi) want+=(libopenmpi-dev openmpi-bin) ;;
         --lab) want+=(snakemake python3-pandas python3-scipy python3-statsmodels python3-matplotlib python3-yaml) ;;
-        *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab]" >&2; exit 2 ;;
+        --slurm) want+=(slurm-wlm munge) ;;
+        *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab] [--slurm]" >&2; exit 2 ;;
     esac
 done
 missing=()
