@@ -35,6 +35,21 @@ check "the report page is written" test -s "$scratch/q/results/report.html"
 check "a custom run folder leaves results/ alone" test "$(git status --porcelain results)" = "$before"
 if grep -l "nan\|inf" "$scratch"/q/results/*.csv; then bad "no CSV holds nan or inf"; else ok "no CSV holds nan or inf"; fi
 
+echo "== the report in a real browser (headless Chromium)"
+if command -v chromium > /dev/null; then
+  profile=$(mktemp -d)
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --user-data-dir="$profile" --enable-logging=stderr --v=0 \
+    --window-size=1200,2000 --screenshot="$scratch/report.png" "file://$scratch/q/results/report.html" > "$scratch/chromium.log" 2>&1
+  rm -rf "$profile"
+  check "Chromium renders the report (a screenshot)" test -s "$scratch/report.png"
+  if grep "CONSOLE" "$scratch/chromium.log"; then bad "the report logs no console errors"; else ok "the report logs no console errors"; fi
+  empty=$(grep -o 'src="data:image/png;base64,"' "$scratch/q/results/report.html" | wc -l)
+  check "every picture of the report is inlined ($empty empty)" test "$empty" -eq 0
+else
+  echo "skipped: no chromium (scripts/install-deps.sh --browser installs it; CI does)"
+fi
+
 echo "== a second invocation does nothing"
 lab/run --quick --text "$text" "$scratch/q" -n > "$scratch/again.log" 2>&1
 check "second invocation: nothing to be done" grep -q "Nothing to be done" "$scratch/again.log"

@@ -7,6 +7,7 @@
 #   scripts/install-deps.sh --lab      also the experiment workflow: Snakemake and
 #                                      the Python scientific stack (lab/)
 #   scripts/install-deps.sh --slurm    also Slurm and munge (make slurm-check)
+#   scripts/install-deps.sh --browser  also Chromium (the lab's check of its HTML report)
 set -euo pipefail
 want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev fonts-dejavu-core)
 for arg in "$@"; do
@@ -16,7 +17,8 @@ for arg in "$@"; do
         --mpi) want+=(libopenmpi-dev openmpi-bin) ;;
         --lab) want+=(snakemake python3-pandas python3-scipy python3-statsmodels python3-matplotlib python3-yaml) ;;
         --slurm) want+=(slurm-wlm munge) ;;
-        *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab] [--slurm]" >&2; exit 2 ;;
+        --browser) want+=(chromium) ;;
+        *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab] [--slurm] [--browser]" >&2; exit 2 ;;
     esac
 done
 missing=()
