@@ -99,6 +99,10 @@ refuse "a mode the trainer refuses" 'experiments: {order_composites: {modes: [bi
 refuse "threads 0" 'threads: 0' "threads must be"
 refuse "an option the workflow sets" 'experiments: {encodings: {args: --seed 3}}' "may not set --seed"
 check "lab/run refuses results/ as its run folder" bash -c '! lab/run results -n > /dev/null 2>&1'
+check "lab/run refuses -j 0" bash -c "! lab/run '$scratch/j0' -j 0 -n > /dev/null 2>&1"
+echo "== a run folder whose path has a space and a quote"
+lab/run --quick --text "$text" "$scratch/a b'c" -j 2 results/order_composites.md > "$scratch/space.log" 2>&1
+check "a path with a space and a quote works" test -s "$scratch/a b'c/results/order_composites.md"
 
 echo "== a custom experiment on a text corpus"
 cat > "$scratch/mine.yaml" <<EOF
@@ -109,6 +113,20 @@ lab/run --text "$text" --config-file "$scratch/mine.yaml" "$scratch/m" -j 2 resu
 check "custom experiment ran" test -s "$scratch/m/results/mine.md"
 check "custom experiment reports no order accuracy" bash -c "! grep -q order_acc '$scratch/m/results/mine.md'"
 check "custom experiment wrote nothing into results/" test "$(git status --porcelain results)" = "$before"
+
+echo "== the text corpus fetched by the workflow and checked by its SHA-256"
+sha=$(sha256sum "$text" | cut -c1-64)
+cat > "$scratch/corpus.yaml" <<EOF
+text: local-copy
+corpora: {local-copy: {url: "file://$text", sha256: $sha}}
+experiments:
+  mine: {kind: encodings, encodings: [rope], seeds: 1-2, args: "--data {text} --steps 10 --eval-tokens 256"}
+EOF
+lab/run --config-file "$scratch/corpus.yaml" "$scratch/c" -j 2 results/mine.md > "$scratch/corpus.log" 2>&1
+check "a named corpus is fetched and used" cmp -s "$scratch/c/corpus/local-copy.txt" "$text"
+sed -i "s/$sha/${sha//?/0}/" "$scratch/corpus.yaml"
+lab/run --config-file "$scratch/corpus.yaml" "$scratch/c2" -j 2 results/mine.md > "$scratch/corpus2.log" 2>&1
+check "a corpus whose SHA-256 differs is refused" bash -c "grep -q 'expected 0000' '$scratch/corpus2.log' && [ ! -e '$scratch/c2/corpus/local-copy.txt' ]"
 
 echo "== lab/compare"
 lab/compare "$scratch/q/runs/extrapolation" "$scratch/q/evals/extrapolation" --metric ppl --a label=rope --b label=rope.pi --at eval_ctx=1024 > "$scratch/c1.log" 2>&1

@@ -278,6 +278,7 @@ def plan(config, list_pe_text):
         env = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
         for r in runs:
             r.env = env
+            r.uses_text = r.uses_text or "{text}" in r.options   # args may name the corpus as {text}
         keys = [r.key for r in runs]
         if len(set(keys)) != len(keys):
             raise ConfigError(f"experiment {name}: two runs share a name; make its arms distinct")

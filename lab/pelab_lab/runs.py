@@ -11,6 +11,7 @@ A metric a run did not produce is missing (NaN), never 0.
 """
 import json
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -83,6 +84,30 @@ def tidy(records):
     return {"runs": cols(runs), "evals": cols(evals), "curve": cols(curve), "task": cols(task)}
 
 
+# A refusal that depends on the machine, not on the run (the evaluation did
+# not fit in the memory available then): never kept as a result.
+MACHINE_REFUSALS = ("of memory available",)
+
+
+def machine_refusals(d):
+    """The refusals of a run's JSON that another attempt could overturn."""
+    errs = [e.get("error") for e in (d.get("eval") or []) + (d.get("task") or []) if isinstance(e, dict)]
+    return [e for e in errs if e and any(m in e for m in MACHINE_REFUSALS)]
+
+
+def accept_main(argv):
+    """python3 -m pelab_lab.runs JSON: exit 3 (and say why) when the run is
+    not a result to keep: the workflow's run rules fail the job then, so that
+    Snakemake drops it and runs it again next time."""
+    for path in argv:
+        errs = machine_refusals(read_run(path))
+        if errs:
+            print(f"pelab lab: {path}: an evaluation was refused for lack of memory, which is not a result of the "
+                  f"run; the job fails so that it runs again: {errs[0]}", file=sys.stderr)
+            return 3
+    return 0
+
+
 def find_json(paths):
     """Files and folders -> the --json files among them (folders searched)."""
     out = []
@@ -97,3 +122,7 @@ def find_json(paths):
     if not out:
         raise RunFileError("no --json files among " + " ".join(str(p) for p in paths))
     return out
+
+
+if __name__ == "__main__":
+    sys.exit(accept_main(sys.argv[1:]))

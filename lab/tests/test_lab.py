@@ -151,6 +151,18 @@ class Tidy(unittest.TestCase):
             self.assertEqual(tidy([(p, {})])["runs"]["solve_step"][0], 200)
 
 
+class Accept(unittest.TestCase):
+    def test_a_refusal_for_memory_is_not_a_result(self):
+        from pelab_lab.runs import accept_main
+        with tempfile.TemporaryDirectory() as d:
+            mem = write_run(d, "m.json", {"pe": "rope"}, eval=[{"ctx": 64, "ppl": 2.0, "loss": 0.7},
+                            {"ctx": 8192, "error": "evaluation at batch 1 x ctx 8192 needs about 900 MiB (activations), "
+                                                   "more than the 500 MiB of memory available; evaluate a shorter length"}])
+            pos = write_run(d, "p.json", {"pe": "learned"}, eval=[{"ctx": 128, "error": "--pe learned has no positions past 64"}])
+            self.assertEqual(accept_main([str(mem)]), 3)
+            self.assertEqual(accept_main([str(pos)]), 0)
+
+
 class Compare(unittest.TestCase):
     def test_repeated_measures_are_not_pooled(self):
         df = pd.DataFrame({"seed": [1, 1, 2, 2], "eval_ctx": [64, 128, 64, 128], "ppl": [1, 2, 3, 4], "path": "x"})
