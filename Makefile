@@ -91,13 +91,14 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 # lab/config.yaml (README "Experiments"). RUNDIR keeps every run, so running
 # again resumes; TEXT is the text corpus (default: the config's, downloaded
 # and checked); JOBS runs at a time. make experiments publishes the tables
-# and figures into results/; lab/run DIR writes only into DIR.
+# and figures into results/ (ONLY="EXP …": those experiments' only); lab/run
+# DIR writes only into DIR.
 RUNDIR ?= runs/full
 JOBS ?= $(shell nproc)
 TEXT ?=
 experiments: deps-lab
 	$(MAKE) train
-	lab/run $(if $(TEXT),--text $(TEXT)) $(RUNDIR) -j $(JOBS) publish
+	lab/run $(if $(TEXT),--text $(TEXT)) $(RUNDIR) -j $(JOBS) $(if $(ONLY),$(addprefix publish_,$(ONLY)),publish)
 
 # The workflow on a tiny budget and the lab's checks (CI runs it).
 experiments-quick: deps-lab

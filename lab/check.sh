@@ -53,6 +53,12 @@ fi
 echo "== a second invocation does nothing"
 lab/run --quick --text "$text" "$scratch/q" -n > "$scratch/again.log" 2>&1
 check "second invocation: nothing to be done" grep -q "Nothing to be done" "$scratch/again.log"
+cp "$text" "$scratch/same text.txt"
+lab/run --quick --text "$scratch/same text.txt" "$scratch/q" -n > "$scratch/again2.log" 2>&1
+check "the same corpus from another path: nothing to be done" grep -q "Nothing to be done" "$scratch/again2.log"
+git clone -q "$repo" "$scratch/clone" && make -s -C "$scratch/clone" train > /dev/null 2>&1
+"$scratch/clone/lab/run" --quick --text "$text" "$scratch/q" -n > "$scratch/again3.log" 2>&1
+check "another clone of the same source: nothing to be done" grep -q "Nothing to be done" "$scratch/again3.log"
 
 echo "== interrupted, then resumed"
 # Six runs of ~1500 steps; interrupted as Ctrl-C does it (SIGINT to the
@@ -123,10 +129,10 @@ experiments:
   mine: {kind: encodings, encodings: [rope], seeds: 1-2, args: "--data {text} --steps 10 --eval-tokens 256"}
 EOF
 lab/run --config-file "$scratch/corpus.yaml" "$scratch/c" -j 2 results/mine.md > "$scratch/corpus.log" 2>&1
-check "a named corpus is fetched and used" cmp -s "$scratch/c/corpus/local-copy.txt" "$text"
+check "a named corpus is fetched and used" cmp -s "$scratch/c/corpus/${sha:0:16}.txt" "$text"
 sed -i "s/$sha/${sha//?/0}/" "$scratch/corpus.yaml"
 lab/run --config-file "$scratch/corpus.yaml" "$scratch/c2" -j 2 results/mine.md > "$scratch/corpus2.log" 2>&1
-check "a corpus whose SHA-256 differs is refused" bash -c "grep -q 'expected 0000' '$scratch/corpus2.log' && [ ! -e '$scratch/c2/corpus/local-copy.txt' ]"
+check "a corpus whose SHA-256 differs is refused" bash -c "grep -q 'expected 0000' '$scratch/corpus2.log' && [ -z \"\$(ls -A '$scratch/c2/corpus' 2>/dev/null)\" ]"
 
 echo "== lab/compare"
 lab/compare "$scratch/q/runs/extrapolation" "$scratch/q/evals/extrapolation" --metric ppl --a label=rope --b label=rope.pi --at eval_ctx=1024 > "$scratch/c1.log" 2>&1

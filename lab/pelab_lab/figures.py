@@ -12,14 +12,16 @@ from .runs import SOLVED
 from .style import plt, encoding_style, save
 
 
-def _band(ax, x, groups, style, label, per_seed):
-    """groups: list over x of arrays of per-seed values (x sorted)."""
+def _band(ax, x, groups, style, label, per_seed, band=True, alpha=0.15):
+    """groups: list over x of arrays of per-seed values (x sorted); band=False
+    where so many series share a panel that bands would hide each other."""
     est = [stats.mean_ci(g) for g in groups]
     m = np.array([e.mean for e in est])
     lo = np.array([e.lo if e.n > 1 else e.mean for e in est])
     hi = np.array([e.hi if e.n > 1 else e.mean for e in est])
     ax.plot(x, m, label=label, markersize=4, linewidth=1.6, **style)
-    ax.fill_between(x, lo, hi, color=style["color"], alpha=0.15, linewidth=0)
+    if band:
+        ax.fill_between(x, lo, hi, color=style["color"], alpha=alpha, linewidth=0)
     for seed_line in per_seed:
         ax.plot(x, seed_line, color=style["color"], linewidth=0.5, alpha=0.35, linestyle=style["linestyle"])
 
@@ -75,7 +77,8 @@ def length_curves(evals, title, stem, train_ctx, labels):
             continue
         xs = sorted(g["eval_ctx"].unique())
         groups = [g[g["eval_ctx"] == x]["ppl"].to_numpy() for x in xs]
-        _band(ax, xs, groups, encoding_style(lab, i), lab, _per_seed(g, "eval_ctx", "ppl", xs))
+        _band(ax, xs, groups, encoding_style(lab, i), lab, _per_seed(g, "eval_ctx", "ppl", xs),
+              alpha=0.15 if len(labels) <= 6 else 0.05)
     ax.axvline(train_ctx, color="grey", linewidth=0.8, linestyle=":", label=f"training length ({train_ctx})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -104,6 +107,9 @@ def sweep_panels(runs_long, title, stem):
         ax.set_xscale("log")
         ax.set_yscale("log")
         _log_axis(ax.yaxis)
+        values = sorted(g["value"].astype(float).unique())
+        ax.set_xticks(values, [f"{v:g}" for v in values])   # the swept values, and only they
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(sw)
         ax.grid(alpha=0.3, which="both")
         ax.set_title(sw, fontsize=9)
@@ -142,7 +148,7 @@ def task_lengths(task, title, stem, encodings):
                 continue
             xs = sorted(h["hi"].unique())
             groups = [h[h["hi"] == x]["acc"].to_numpy() for x in xs]
-            _band(ax, xs, groups, encoding_style(pe, i), pe, [])
+            _band(ax, xs, groups, encoding_style(pe, i), pe, [], band=len(encodings) <= 4)
         train_hi = task[(task["task"] == t) & task["train_range"]]["hi"].max()
         ax.axvline(train_hi, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xscale("log", base=2)
@@ -153,7 +159,7 @@ def task_lengths(task, title, stem, encodings):
         ax.grid(alpha=0.3)
     for k in range(len(tasks), nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")
-    axes[0][0].set_ylabel("exact match (mean, 95% band)")
+    axes[0][0].set_ylabel("exact match (mean" + (", 95% band)" if len(encodings) <= 4 else " over seeds)"))
     axes[0][0].legend(fontsize=6, ncol=2)
     fig.suptitle(title + " (dotted: largest training size)", fontsize=10)
     return save(fig, stem)
