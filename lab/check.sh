@@ -130,9 +130,9 @@ experiments:
 EOF
 lab/run --config-file "$scratch/corpus.yaml" "$scratch/c" -j 2 results/mine.md > "$scratch/corpus.log" 2>&1
 check "a named corpus is fetched and used" cmp -s "$scratch/c/corpus/${sha:0:16}.txt" "$text"
-sed -i "s/$sha/${sha//?/0}/" "$scratch/corpus.yaml"
+sed -i "s/$sha/${sha//?/a}/" "$scratch/corpus.yaml"
 lab/run --config-file "$scratch/corpus.yaml" "$scratch/c2" -j 2 results/mine.md > "$scratch/corpus2.log" 2>&1
-check "a corpus whose SHA-256 differs is refused" bash -c "grep -q 'expected 0000' '$scratch/corpus2.log' && [ -z \"\$(ls -A '$scratch/c2/corpus' 2>/dev/null)\" ]"
+check "a corpus whose SHA-256 differs is refused" bash -c "grep -q 'expected aaaa' '$scratch/corpus2.log' && [ -z \"\$(ls -A '$scratch/c2/corpus' 2>/dev/null)\" ]"
 
 echo "== lab/compare"
 lab/compare "$scratch/q/runs/extrapolation" "$scratch/q/evals/extrapolation" --metric ppl --a label=rope --b label=rope.pi --at eval_ctx=1024 > "$scratch/c1.log" 2>&1

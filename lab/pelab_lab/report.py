@@ -3,9 +3,11 @@ its table) and the self-contained HTML report of a run folder."""
 import base64
 import datetime
 import html
+import json
 import os
 import platform
 import re
+import sys
 from pathlib import Path
 
 from . import tables
@@ -30,21 +32,23 @@ def machine():
     return f"{os.cpu_count()} cores ({model or platform.machine()}{', OPENBLAS_CORETYPE=' + core if core else ''})"
 
 
-def experiment_table(name, spec, runs, json_paths, stem, command):
-    records = [(p, {"exp": r.exp, "arm": r.arm, "label": r.label, "seed": r.seed, **r.meta})
-               for r, p in zip(runs, json_paths)]
-    t = tidy(records)
+def experiment_table(plan, stem):
+    """plan: an experiment's plan file (the workflow writes plan/EXP.json):
+    its name, its spec from the config, each run's --json path and labels,
+    and one run's command as a reader types it."""
+    name, spec = plan["name"], plan["spec"]
+    runs = plan["runs"]
+    t = tidy((r["json"], r["labels"]) for r in runs)
     body = tables.BUILDERS[spec["kind"]](name, t, stem, spec)
     secs = t["runs"]["train_seconds"].sum()
-    arms = list(dict.fromkeys(r.arm for r in runs))
-    example = next(r for r in runs if r.arm == arms[0])
+    arms = {r["labels"]["arm"] for r in runs}
+    seeds = {r["labels"]["seed"] for r in runs}
     head = [f"# {TITLES[spec['kind']]} ({name})", "",
             f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`; `lab/run` for a run folder of "
             f"your own) — {datetime.date.today().isoformat()}, {machine()}; {len(runs)} runs of "
-            f"{len(arms)} configurations × {len(set(r.seed for r in runs))} seeds; "
+            f"{len(arms)} configurations × {len(seeds)} seeds; "
             f"{secs:.0f} s of training and evaluation inside ./train.",
-            f"Each run is one `./train` command, e.g. `{command(example)}`"
-            + ".", ""]
+            f"Each run is one `./train` command, e.g. `{plan['example']}`.", ""]
     Path(f"{stem}.md").write_text("\n".join(head) + body + "\n")
 
 
@@ -85,16 +89,19 @@ def md_to_html(md, folder):
     return "\n".join(out)
 
 
-def html_report(exps, skipped, out, config):
+def html_report(plan, out):
+    """plan: the workflow's plan/report.json (the experiments, the skipped
+    ones with why, the text corpus, the experiments that draw attention)."""
     folder = Path(out).parent
     parts = [f"<h1>pelab experiments</h1><p>{_inline(machine())}; made {datetime.datetime.now().isoformat(timespec='seconds')}; "
-             f"text corpus: <code>{html.escape(str(config.get('text')))}</code>.</p>"]
-    if skipped:
-        parts.append("<p>Skipped here: " + "; ".join(f"{html.escape(e)} ({html.escape(w)})" for e, w in skipped.items()) + ".</p>")
-    parts.append("<ul>" + "".join(f'<li><a href="#{e}">{e}</a></li>' for e in exps) + "</ul>")
-    for e in exps:
+             f"text corpus: <code>{html.escape(str(plan['text']))}</code>.</p>"]
+    if plan["skipped"]:
+        parts.append("<p>Skipped here: " + "; ".join(f"{html.escape(e)} ({html.escape(w)})"
+                                                    for e, w in plan["skipped"].items()) + ".</p>")
+    parts.append("<ul>" + "".join(f'<li><a href="#{e}">{e}</a></li>' for e in plan["exps"]) + "</ul>")
+    for e in plan["exps"]:
         parts.append(f'<section id="{e}">' + md_to_html((folder / f"{e}.md").read_text(), folder) + "</section>")
-        for png in sorted(folder.glob(f"attn_*.png")) if config["experiments"][e].get("pictures") else []:
+        for png in sorted(folder.glob("attn_*.png")) if e in plan["pictures"] else []:
             data = base64.b64encode(png.read_bytes()).decode()
             parts.append(f'<figure><img alt="{png.stem}" src="data:image/png;base64,{data}"><figcaption>{png.stem}</figcaption></figure>')
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;font-size:13px}"
@@ -102,3 +109,17 @@ def html_report(exps, skipped, out, config):
     Path(out).write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>pelab experiments</title>"
                          f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
 
+
+def main(argv):
+    """The workflow's table and report jobs:
+      python3 -m pelab_lab.report table plan/EXP.json results/EXP
+      python3 -m pelab_lab.report html plan/report.json results/report.html"""
+    if len(argv) != 3 or argv[0] not in ("table", "html"):
+        raise SystemExit(main.__doc__)
+    with open(argv[1]) as f:
+        plan = json.load(f)
+    (experiment_table if argv[0] == "table" else html_report)(plan, argv[2])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
