@@ -29,7 +29,7 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-# The layers, bottom up: core/ (errors, start-up), data/, plot/, model/ and
+# The layers, bottom up: core/ (errors, start-up), data/, plot/ (the PNG canvas), model/ and
 # its encodings in model/pe/, eval/, cli/; train.c on top. A folder includes
 # only folders before it in this list.
 LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c cli/*.c)
@@ -37,10 +37,7 @@ HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h eval/*.h 
 TEST_SRC = $(wildcard tests/*.c)
 
 .PHONY: all run test bench fuzz experiments experiments-quick slurm-check deps deps-lab deps-torch check-deps clean
-all: train pelab-plot
-
-pelab-plot: $(LIB_SRC) scripts/plot.c $(HEADERS) | check-deps
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ scripts/plot.c $(LIB_SRC) $(LDLIBS)
+all: train
 
 check-deps:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { \
@@ -120,8 +117,8 @@ run: deps
 	./train
 
 test: deps
-	$(MAKE) train pelab-plot tests/test_pelab $(if $(HAVE_MPI),train-mpi)
+	$(MAKE) train tests/test_pelab $(if $(HAVE_MPI),train-mpi)
 	./tests/test_pelab
 
 clean:
-	rm -f train train-mpi pelab-plot tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
+	rm -f train train-mpi tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli

@@ -113,6 +113,18 @@ class Stats(unittest.TestCase):
         self.assertAlmostEqual(c.lo, lo, places=10)
         self.assertAlmostEqual(c.hi, hi, places=10)
 
+    def test_welch_by_hand(self):
+        # A = 1, 2, 3; B = 5, 6, 7.5: difference -4.1667, variances of the
+        # means 1/3 and 0.5278 (se 0.9280), Welch-Satterthwaite df 3.806,
+        # t(0.975, 3.806) = 2.8332 (a table's t(3) = 3.182 would be the
+        # rounded-down, wider interval), half-width 2.6291
+        c = stats.welch([1.0, 2.0, 3.0], [5.0, 6.0, 7.5])
+        self.assertAlmostEqual(c.diff, -4.1667, places=4)
+        self.assertAlmostEqual(c.lo, -6.7957, places=3)
+        self.assertAlmostEqual(c.hi, -1.5376, places=3)
+        self.assertEqual(c.verdict, "differ")
+        self.assertEqual(stats.welch([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]).verdict, "not told apart")
+
     def test_detectable_effect_shrinks_with_n(self):
         m5, m20 = stats.min_detectable_paired(5, 1.0), stats.min_detectable_paired(20, 1.0)
         self.assertGreater(m5, m20)
