@@ -1,6 +1,7 @@
 """Each experiment's Markdown file (a header saying how it was made, then
 its table) and the self-contained HTML report of a run folder."""
 import base64
+import ctypes
 import datetime
 import html
 import json
@@ -29,7 +30,19 @@ def machine():
     except OSError:
         pass
     core = os.environ.get("OPENBLAS_CORETYPE")
-    return f"{os.cpu_count()} cores ({model or platform.machine()}{', OPENBLAS_CORETYPE=' + core if core else ''})"
+    return (f"{os.cpu_count()} cores ({model or platform.machine()}{', OPENBLAS_CORETYPE=' + core if core else ''}"
+            f"{', OpenBLAS kernel ' + kernel if (kernel := blas_kernel()) else ''})")
+
+
+def blas_kernel():
+    """The kernel OpenBLAS picks here (the one ./train uses, the same
+    library): it decides the last bits of every number (README "Order")."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return ""
 
 
 def experiment_table(plan, stem):
@@ -39,6 +52,9 @@ def experiment_table(plan, stem):
     name, spec = plan["name"], plan["spec"]
     runs = plan["runs"]
     t = tidy((r["json"], r["labels"]) for r in runs)
+    for df in t.values():   # the text corpus by its name, not its file in the run folder
+        if "data" in df:
+            df["data"] = df["data"].replace(plan.get("corpus") or {})
     body = tables.BUILDERS[spec["kind"]](name, t, stem, spec)
     secs = t["runs"]["train_seconds"].sum()
     arms = {r["labels"]["arm"] for r in runs}
