@@ -11,6 +11,8 @@ from . import stats
 from .runs import SOLVED
 from .style import plt, encoding_style, save
 
+_METHOD = plt.get_cmap("tab10").colors
+
 
 def _band(ax, x, groups, style, label, per_seed, band=True, alpha=0.15):
     """groups: list over x of arrays of per-seed values (x sorted); band=False
@@ -68,8 +70,18 @@ def order_curves(curve, title, stem, order=None):
     return save(fig, stem)
 
 
-def length_curves(evals, title, stem, train_ctx, labels):
-    """Perplexity against evaluation length, log-log, one line per label."""
+def finetune_style(label, index):
+    """The fine-tuning table's lines: one colour per extension method, dashed
+    before fine-tuning (base, base-eval), solid after."""
+    method = label[label.find("(") + 1:-1] if "(" in label else "none"
+    colour = {"none": "#000000", "pi": _METHOD[0], "ntk": _METHOD[2], "yarn": _METHOD[4]}.get(method, _METHOD[6])
+    return {"color": colour, "marker": "o" if label.startswith("fine-tuned") else "x",
+            "linestyle": "-" if label.startswith("fine-tuned") else "--"}
+
+
+def length_curves(evals, title, stem, train_ctx, labels, style=encoding_style, also_marked=None):
+    """Perplexity against evaluation length, log-log, one line per label;
+    also_marked: a second length to mark (a fine-tuning length)."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for i, lab in enumerate(labels):
         g = evals[(evals["label"] == lab) & evals["ppl"].notna()]
@@ -79,9 +91,10 @@ def length_curves(evals, title, stem, train_ctx, labels):
         groups = [g[g["eval_ctx"] == x]["ppl"].to_numpy() for x in xs]
         # bands only where few series share the axes: fourteen overlapping
         # bands hide every line (the thin per-seed lines still show spread)
-        _band(ax, xs, groups, encoding_style(lab, i), lab, _per_seed(g, "eval_ctx", "ppl", xs),
-              band=len(labels) <= 6)
+        _band(ax, xs, groups, style(lab, i), lab, _per_seed(g, "eval_ctx", "ppl", xs), band=len(labels) <= 6)
     ax.axvline(train_ctx, color="grey", linewidth=0.8, linestyle=":", label=f"training length ({train_ctx})")
+    if also_marked:
+        ax.axvline(also_marked, color="grey", linewidth=0.8, linestyle="-.", label=f"fine-tuning length ({also_marked})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(ScalarFormatter())

@@ -104,12 +104,22 @@ def length(name, t, stem, spec):
     lengths = sorted(evals["eval_ctx"].unique())
     evals[["label", "pe", "seed", "eval_ctx", "loss", "ppl", "refused"]].to_csv(f"{stem}.csv", index=False)
     text = evals["data"].iloc[0].split("/")[-1] if len(evals) else ""
-    figures.length_curves(evals, f"trained at {lengths[0]} on {text}, evaluated longer ({evals['seed'].nunique()} seeds)",
-                          stem, lengths[0], _ordered(evals, "label"))
+    seeds = evals["seed"].nunique()
+    if spec["kind"] == "finetune":
+        long = spec["long"]
+        figures.length_curves(evals, f"RoPE trained at {lengths[0]} on {text}, fine-tuned at {long} ({seeds} seeds)",
+                              stem, lengths[0], _ordered(evals, "label"), style=figures.finetune_style, also_marked=long)
+        what = (f"base: RoPE trained at {lengths[0]} for {spec['steps']} steps; base-eval (x): the same checkpoint "
+                f"evaluated with `--rope-scale x`; fine-tuned (x): `--init` the base, `--ctx {long} --steps "
+                f"{spec['ft_steps']} --lr {spec['ft_lr']} --warmup {spec['ft_steps'] // 10} --rope-scale x` (factor "
+                f"{long}/{lengths[0]}, kept at every evaluation). ")
+    else:
+        figures.length_curves(evals, f"trained at {lengths[0]} on {text}, evaluated longer ({seeds} seeds)",
+                              stem, lengths[0], _ordered(evals, "label"))
+        what = "Rows named `x (s)` evaluate the same checkpoints with `--rope-scale s`. "
     return "\n".join([
-        "Perplexity over non-overlapping windows of each length, each scored on its own; mean ± 95% t-interval over "
-        "seeds; — = refused (a learned table has no rows past its length). Rows named `x (s)` evaluate the same "
-        "checkpoints with `--rope-scale s`.", "",
+        what + "Perplexity over non-overlapping windows of each length, each scored on its own; mean ± 95% "
+        "t-interval over seeds; — = refused (a learned table has no rows past its length).", "",
         _md(["pe", "n"] + [str(L) for L in lengths], _length_rows(evals, lengths)), "",
         f"Extrapolation ratio: perplexity at L over perplexity at {lengths[0]}, per seed (paired), mean ± 95% interval "
         "(1 = no worse than at the training length).", "",
