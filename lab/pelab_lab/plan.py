@@ -250,6 +250,27 @@ def cpu_has(flag):
         return False
 
 
+# OpenBLAS kernels a config may pin, and the CPU flag each needs.
+BLAS_KERNELS = {"Haswell": "avx2", "Zen": "avx2", "SkylakeX": "avx512f", "Cooperlake": "avx512_bf16",
+                "Sandybridge": "avx", "Nehalem": "sse4_2", "Prescott": "sse3"}
+
+
+def blas_env(config):
+    """{OPENBLAS_CORETYPE: kernel} for config's blas_kernel ('' or absent:
+    OpenBLAS's own pick). The kernel decides the last bits of every number,
+    and on cats which side of a plateau a run ends on, so pinning it makes a
+    run folder and results/ the same bits on every machine that can run it."""
+    k = config.get("blas_kernel") or ""
+    if not k:
+        return {}
+    if k not in BLAS_KERNELS:
+        raise ConfigError(f"blas_kernel '{k}' is not one of {', '.join(BLAS_KERNELS)} (or '' for OpenBLAS's own pick)")
+    if not cpu_has(BLAS_KERNELS[k]):
+        raise ConfigError(f"blas_kernel {k} needs a CPU with {BLAS_KERNELS[k]}, which this one lacks; "
+                          f"give --config blas_kernel='' (results then differ in the last bits from results/)")
+    return {"OPENBLAS_CORETYPE": k}
+
+
 def plan(config, list_pe_text):
     """Every run of every experiment of config, checked; {exp: [Run]}.
 
@@ -257,6 +278,7 @@ def plan(config, list_pe_text):
     would get wrong: unknown encodings, a mode an encoding refuses, duplicate
     seeds, missing budgets, an unknown experiment kind."""
     reg = Registry(list_pe_text)
+    pinned = blas_env(config)
     out = {}
     exps = config.get("experiments") or {}
     if not isinstance(exps, dict) or not exps:
@@ -275,7 +297,7 @@ def plan(config, list_pe_text):
             if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume"):
                 raise ConfigError(f"experiment {name}: args may not set {a}; the workflow sets it per run")
         runs = KINDS[spec["kind"]](name, spec, reg, seeds, args)
-        env = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
+        env = {**pinned, **{str(k): str(v) for k, v in (spec.get("env") or {}).items()}}
         for r in runs:
             r.env = env
             r.uses_text = r.uses_text or "{text}" in r.options   # args may name the corpus as {text}

@@ -22,16 +22,17 @@ TITLES = {"order": "Order: order_acc on held-out triples, over seeds",
           "tasks": "Tasks: trained short, tested long"}
 
 
-def machine():
+def machine(kernel=""):
+    """The machine, and the OpenBLAS kernel of the runs (kernel: the one they
+    pinned; otherwise the one OpenBLAS picks here)."""
     model = ""
     try:
         with open("/proc/cpuinfo") as f:
             model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
         pass
-    core = os.environ.get("OPENBLAS_CORETYPE")
-    return (f"{os.cpu_count()} cores ({model or platform.machine()}{', OPENBLAS_CORETYPE=' + core if core else ''}"
-            f"{', OpenBLAS kernel ' + kernel if (kernel := blas_kernel()) else ''})")
+    kernel = kernel or blas_kernel()
+    return f"{os.cpu_count()} cores ({model or platform.machine()}{', OpenBLAS kernel ' + kernel if kernel else ''})"
 
 
 def blas_kernel():
@@ -61,7 +62,7 @@ def experiment_table(plan, stem):
     seeds = {r["labels"]["seed"] for r in runs}
     head = [f"# {TITLES[spec['kind']]} ({name})", "",
             f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`; `lab/run` for a run folder of "
-            f"your own) — {datetime.date.today().isoformat()}, {machine()}; {len(runs)} runs of "
+            f"your own) — {datetime.date.today().isoformat()}, {machine(plan.get('kernel', ''))}; {len(runs)} runs of "
             f"{len(arms)} configurations × {len(seeds)} seeds; "
             f"{secs:.0f} s of training and evaluation inside ./train.",
             f"Each run is one `./train` command, e.g. `{plan['example']}`.", ""]
@@ -109,7 +110,7 @@ def html_report(plan, out):
     """plan: the workflow's plan/report.json (the experiments, the skipped
     ones with why, the text corpus, the experiments that draw attention)."""
     folder = Path(out).parent
-    parts = [f"<h1>pelab experiments</h1><p>{_inline(machine())}; made {datetime.datetime.now().isoformat(timespec='seconds')}; "
+    parts = [f"<h1>pelab experiments</h1><p>{_inline(machine(plan.get('kernel', '')))}; made {datetime.datetime.now().isoformat(timespec='seconds')}; "
              f"text corpus: <code>{html.escape(str(plan['text']))}</code>.</p>"]
     if plan["skipped"]:
         parts.append("<p>Skipped here: " + "; ".join(f"{html.escape(e)} ({html.escape(w)})"

@@ -54,6 +54,19 @@ class Plan(unittest.TestCase):
         self.assertNotIn("learned+xpos_bidir", arms)
         self.assertIn("learned+rope_bidir", arms)
 
+    def test_blas_kernel_pinned_for_every_run_and_overridden_by_an_experiment(self):
+        c = cfg(a={"kind": "encodings", "encodings": ["rope"], "seeds": [1]},
+                b={"kind": "encodings", "encodings": ["rope"], "seeds": [1], "env": {"OPENBLAS_CORETYPE": "SkylakeX"}})
+        c["blas_kernel"] = "Nehalem"   # sse4_2: every x86-64 machine this runs on has it
+        p = plan.plan(c, LIST_PE)
+        self.assertEqual(p["a"][0].env, {"OPENBLAS_CORETYPE": "Nehalem"})
+        self.assertEqual(p["b"][0].env, {"OPENBLAS_CORETYPE": "SkylakeX"})
+        c["blas_kernel"] = ""
+        self.assertEqual(plan.plan(c, LIST_PE)["a"][0].env, {})
+        c["blas_kernel"] = "Skylake"
+        with self.assertRaisesRegex(plan.ConfigError, "not one of"):
+            plan.plan(c, LIST_PE)
+
     def test_workflow_options_refused_in_args(self):
         with self.assertRaisesRegex(plan.ConfigError, "may not set --save"):
             plan.plan(cfg(e={"kind": "encodings", "encodings": ["rope"], "args": "--save x.ck"}), LIST_PE)
