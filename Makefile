@@ -95,7 +95,10 @@ JOBS ?= $(shell nproc)
 TEXT ?=
 experiments: deps-lab
 	$(MAKE) train
-	lab/run $(if $(TEXT),--text $(TEXT)) $(RUNDIR) -j $(JOBS) $(if $(ONLY),$(addprefix publish_,$(ONLY)),publish)
+	@t0=$$(date +%s); rc=0; \
+	lab/run $(if $(TEXT),--text $(TEXT)) $(RUNDIR) -j $(JOBS) $(if $(ONLY),$(addprefix publish_,$(ONLY)),publish) || rc=$$?; \
+	echo "$$(date -u +%FT%TZ) make experiments$(if $(ONLY), ONLY=\"$(ONLY)\") JOBS=$(JOBS): $$(( $$(date +%s) - t0 )) s, exit $$rc" >> results/experiments.log; \
+	exit $$rc
 
 # The workflow on a tiny budget and the lab's checks (CI runs it).
 experiments-quick: deps-lab

@@ -25,7 +25,9 @@ def _band(ax, x, groups, style, label, per_seed, band=True, alpha=0.15):
     if band:
         ax.fill_between(x, lo, hi, color=style["color"], alpha=alpha, linewidth=0)
     for seed_line in per_seed:
-        ax.plot(x, seed_line, color=style["color"], linewidth=0.5, alpha=0.35, linestyle=style["linestyle"])
+        # solid and visible: where seeds split into two clusters, these lines
+        # (not the mean) are the result
+        ax.plot(x, seed_line, color=style["color"], linewidth=0.7, alpha=0.5, linestyle="-")
 
 
 def _log_axis(axis):
