@@ -30,8 +30,12 @@ def _band(ax, x, groups, style, label, per_seed, band=True, alpha=0.15):
         ax.plot(x, seed_line, color=style["color"], linewidth=0.7, alpha=0.5, linestyle="-")
 
 
-def _log_axis(axis):
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+def _log_axis(axis, lo=None, hi=None):
+    """Labelled ticks on a log axis: 1-2-5 per decade over a wide range, more
+    where the data span less than a decade (else one or no label shows)."""
+    span = hi / lo if lo and hi and lo > 0 else 1000
+    subs = (1.0, 2.0, 5.0) if span > 30 else (1.0, 2.0, 3.0, 5.0, 7.0) if span > 10 else tuple(range(1, 10))
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
     fmt = ScalarFormatter()
     fmt.set_scientific(False)
     axis.set_major_formatter(fmt)
@@ -100,7 +104,7 @@ def length_curves(evals, title, stem, train_ctx, labels, style=encoding_style, a
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(ScalarFormatter())
-    _log_axis(ax.yaxis)
+    _log_axis(ax.yaxis, *ax.get_ylim())
     ax.set_xlabel("evaluation length (tokens)")
     ax.set_ylabel("validation perplexity (mean" + (", 95% band" if len(labels) <= 6 else "") + "; thin: seeds)")
     ax.grid(alpha=0.3, which="both")
@@ -123,7 +127,7 @@ def sweep_panels(runs_long, title, stem):
             _band(ax, xs, groups, encoding_style(f"length {L}", i), f"ppl at {L}", per_seed)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        _log_axis(ax.yaxis)
+        _log_axis(ax.yaxis, *ax.get_ylim())
         values = sorted(g["value"].astype(float).unique())
         ax.set_xticks(values, [f"{v:g}" for v in values])   # the swept values, and only they
         ax.xaxis.set_minor_formatter(NullFormatter())

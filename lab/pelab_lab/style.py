@@ -1,7 +1,8 @@
 """One colour and one marker per encoding, the same in every figure.
 
 Single encodings get fixed entries; a composite takes its relative part's
-colour with a dashed line; anything else (a label of a sweep, a task) gets a
+colour with a dashed line, a RoPE extension its encoding's colour with a line
+style of its own (dotted PI, dashed NTK, dash-dot YaRN) and a hollow marker; anything else (a label of a sweep, a task) gets a
 colour from a fixed cycle by its position in the list it is drawn from.
 """
 import matplotlib
@@ -16,6 +17,7 @@ ENCODING = {  # name: (colour, marker)
     "shaw": (_TAB[12], "*"), "kerple": (_TAB[14], "<"), "sandwich": (_TAB[16], ">"), "dpb": (_TAB[18], "h"),
     "xpos": (_TAB[7], "d"), "fire": (_TAB[1], "p"), "cope": (_TAB[5], "H"),
 }
+EXTENSION = {"pi": ":", "ntk": "--", "yarn": "-."}   # line style of a RoPE extension
 CYCLE = [_TAB[i] for i in (0, 6, 4, 2, 8, 10, 12, 14, 16, 18, 1, 7, 5, 3)]
 MARKERS = "osD^vP*X<>hdpH"
 
@@ -28,8 +30,11 @@ def encoding_style(name, index=0):
     key = parts[-1]
     if key in ENCODING:
         colour, marker = ENCODING[key]
-        dashed = len(parts) > 1 or "(" in name
-        return {"color": colour, "marker": marker, "linestyle": "--" if dashed else "-"}
+        if "(" in name:   # a RoPE extension 'rope (ntk)': its own line style, a hollow marker
+            ext = name[name.find("(") + 1:name.find(")")]
+            return {"color": colour, "marker": marker, "markerfacecolor": "white",
+                    "linestyle": EXTENSION.get(ext, "--")}
+        return {"color": colour, "marker": marker, "linestyle": "--" if len(parts) > 1 else "-"}
     return {"color": CYCLE[index % len(CYCLE)], "marker": MARKERS[index % len(MARKERS)], "linestyle": "-"}
 
 
