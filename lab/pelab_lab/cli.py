@@ -51,7 +51,15 @@ def select(df, sel, what):
     for k, v in sel.items():
         if k not in df.columns:
             raise SystemExit(f"compare: {what}: no column '{k}' (columns: {', '.join(sorted(map(str, df.columns)))})")
-        out = out[out[k].astype(str) == v]
+        col = out[k]
+        try:   # a number matches a number column by value: 100000 is 100000.0 where NaNs made the column float
+            num = float(v)
+        except ValueError:
+            num = None
+        if num is not None and pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            out = out[col == num]
+        else:
+            out = out[col.astype(str) == v]
     return out
 
 

@@ -197,6 +197,14 @@ class Compare(unittest.TestCase):
         s = cli.one_per_seed(df[df["eval_ctx"] == 64], "ppl", "A", ["eval_ctx"])
         self.assertEqual(list(s), [1, 3])
 
+    def test_a_number_selects_a_float_column_by_value(self):
+        # a setting only some runs have (sin_base) is a float column with NaNs
+        df = pd.DataFrame({"pe": ["sinusoidal", "sinusoidal", "rope"], "sin_base": [100.0, 100000.0, float("nan")],
+                           "rel_clip": [16, 16, 2], "label": ["a", "b", "c"]})
+        self.assertEqual(list(cli.select(df, {"sin_base": "100000"}, "A")["label"]), ["b"])
+        self.assertEqual(list(cli.select(df, {"rel_clip": "2"}, "A")["label"]), ["c"])
+        self.assertEqual(list(cli.select(df, {"pe": "rope"}, "A")["label"]), ["c"])
+
     def test_labels_from_a_workflow_folder(self):
         self.assertEqual(cli.labels_from_path("out/evals/ext/rope.pi/3.json")["arm"], "rope.pi")
         self.assertEqual(cli.labels_from_path("mine/run.json"), {})
