@@ -9,7 +9,7 @@ from matplotlib.ticker import LogLocator, ScalarFormatter, NullFormatter
 
 from . import stats
 from .runs import SOLVED
-from .style import plt, encoding_style, save
+from .style import plt, encoding_style, extension_of, save
 
 _METHOD = plt.get_cmap("tab10").colors
 
@@ -79,7 +79,7 @@ def order_curves(curve, title, stem, order=None):
 def finetune_style(label, index):
     """The fine-tuning table's lines: one colour per extension method, dashed
     before fine-tuning (base, base-eval), solid after."""
-    method = label[label.find("(") + 1:-1] if "(" in label else "none"
+    method = extension_of(label) or "none"
     colour = {"none": "#000000", "pi": _METHOD[0], "ntk": _METHOD[2], "yarn": _METHOD[4]}.get(method, _METHOD[6])
     return {"color": colour, "marker": "o" if label.startswith("fine-tuned") else "x",
             "linestyle": "-" if label.startswith("fine-tuned") else "--"}

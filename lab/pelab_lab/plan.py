@@ -8,6 +8,7 @@ writes its --json. Everything the workflow, the tables and the checks need to
 know about a run is here; nothing else lists experiments.
 """
 from dataclasses import dataclass, field
+import os
 import re
 import shlex
 
@@ -259,7 +260,8 @@ def blas_env(config):
     """{OPENBLAS_CORETYPE: kernel} for config's blas_kernel ('' or absent:
     OpenBLAS's own pick). The kernel decides the last bits of every number,
     and on cats which side of a plateau a run ends on, so pinning it makes a
-    run folder and results/ the same bits on every machine that can run it."""
+    run folder's BLAS the same on every machine that can run it (the build
+    still differs between CPUs: README "Machines and bits")."""
     k = config.get("blas_kernel") or ""
     if not k:
         return {}
@@ -269,6 +271,11 @@ def blas_env(config):
         raise ConfigError(f"blas_kernel {k} needs a CPU with {BLAS_KERNELS[k]}, which this one lacks; "
                           f"give --config blas_kernel='' (results then differ in the last bits from results/)")
     return {"OPENBLAS_CORETYPE": k}
+
+
+def kernel_of(env):
+    """The OpenBLAS kernel a run with this env pins, else the environment's."""
+    return env.get("OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE", ""))
 
 
 def plan(config, list_pe_text):

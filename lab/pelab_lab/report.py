@@ -31,11 +31,11 @@ def machine(kernel=""):
             model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
         pass
-    kernel = kernel or blas_kernel()
+    kernel = kernel or detected_kernel()
     return f"{os.cpu_count()} cores ({model or platform.machine()}{', OpenBLAS kernel ' + kernel if kernel else ''})"
 
 
-def blas_kernel():
+def detected_kernel():
     """The kernel OpenBLAS picks here (the one ./train uses, the same
     library): it decides the last bits of every number (README "Order")."""
     try:

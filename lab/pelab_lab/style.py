@@ -22,6 +22,11 @@ CYCLE = [_TAB[i] for i in (0, 6, 4, 2, 8, 10, 12, 14, 16, 18, 1, 7, 5, 3)]
 MARKERS = "osD^vP*X<>hdpH"
 
 
+def extension_of(label):
+    """'rope (ntk)' -> 'ntk'; a label without parentheses -> None."""
+    return label[label.find("(") + 1:label.find(")")] if "(" in label else None
+
+
 def encoding_style(name, index=0):
     """kwargs for plot(): colour, marker, line style of an encoding (or a label
     whose first word is one, as 'rope (pi)')."""
@@ -31,9 +36,8 @@ def encoding_style(name, index=0):
     if key in ENCODING:
         colour, marker = ENCODING[key]
         if "(" in name:   # a RoPE extension 'rope (ntk)': its own line style, a hollow marker
-            ext = name[name.find("(") + 1:name.find(")")]
             return {"color": colour, "marker": marker, "markerfacecolor": "white",
-                    "linestyle": EXTENSION.get(ext, "--")}
+                    "linestyle": EXTENSION.get(extension_of(name), "--")}
         return {"color": colour, "marker": marker, "linestyle": "--" if len(parts) > 1 else "-"}
     return {"color": CYCLE[index % len(CYCLE)], "marker": MARKERS[index % len(MARKERS)], "linestyle": "-"}
 
