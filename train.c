@@ -101,6 +101,7 @@ typedef struct {
     double comm_seconds;  // MPI: in the gradient sums
     curve_point *curve;  // --eval-every points, owned by the run
     int n_curve;
+    long solved_step;    // --until-solved: the step at which order_acc reached it; 0: not (yet)
 } train_report;
 
 typedef struct {
@@ -276,6 +277,29 @@ static void resolve_task(options *o, run_t *r, int from) {
     if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len(r->d.task, r->d.train_len.hi);
 }
 
+// Order is measured as time to solve (README "Order"): on cats a new run's
+// budget is a cap of CATS_STEP_CAP steps, the curve is measured every
+// CATS_EVAL_EVERY steps, and training stops at the first point where
+// order_acc reaches --until-solved (CATS_SOLVE_ACC unless given).
+#define CATS_STEP_CAP 20000
+#define CATS_EVAL_EVERY 100
+#define CATS_SOLVE_ACC 0.99f
+
+static void resolve_until_solved(options *o, const run_t *r, int from) {
+    if (r->d.kind != DATA_CATS) {
+        if (o->until_solved > 0)
+            die_usage("--until-solved reads the order probe, which only --data cats has; leave it out for --data %s", o->data);
+        return;
+    }
+    if (o->load) return;  // nothing trains
+    if (!options_given(o, "until-solved")) o->until_solved = CATS_SOLVE_ACC;
+    if (!from && !options_given(o, "steps")) o->steps = CATS_STEP_CAP;
+    if (!options_given(o, "eval-every")) o->eval_every = CATS_EVAL_EVERY;
+    if (o->until_solved > 0 && !o->eval_every)
+        die_usage("--until-solved checks order_acc at each --eval-every point; give --eval-every N, or --until-solved 0 "
+                  "to train every step");
+}
+
 // Resolves the run: the model (new or from a checkpoint), the data, and
 // every check that can be made before the first step.
 static void resolve_run(options *o, run_t *r) {
@@ -287,6 +311,7 @@ static void resolve_run(options *o, run_t *r) {
     r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
     data_open(&r->d, o->data, causal, (unsigned long long)o->seed);
     resolve_task(o, r, from);
+    resolve_until_solved(o, r, from);
     if (o->init) {
         if (r->m.cfg.vocab != r->d.vocab)
             die_usage("--init %s has a vocabulary of %d but --data %s has %d; fine-tune on data of the same kind",
@@ -405,7 +430,7 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
 
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
-    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, 0.0, NULL, 0};
+    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, 0.0, NULL, 0, 0};
     const int B = (int)o->batch, T = (int)o->ctx;
     long end_step = o->stop_at && o->stop_at < o->steps ? o->stop_at : o->steps;
     if (r->start_step >= end_step) return;
@@ -478,6 +503,13 @@ static void train(const options *o, run_t *r, train_report *tr) {
             }
             printf("\n");
             fflush(stdout);
+        }
+        if (curve_now && o->until_solved > 0 && tr->curve[tr->n_curve - 1].order_acc >= o->until_solved) {
+            tr->solved_step = step + 1;
+            printf("solved at step %ld: order_acc %.3f >= %g; training stops (--until-solved)\n", step + 1,
+                   tr->curve[tr->n_curve - 1].order_acc, o->until_solved);
+            fflush(stdout);
+            break;
         }
         if (sleep_ms > 0) usleep((useconds_t)sleep_ms * 1000);
         if (step + 1 == die_at && dist_rank() == die_rank) raise(SIGKILL);
@@ -586,7 +618,14 @@ static void write_json(const char *path, const options *o, const model_t *m, con
     if (er->has_order) {
         fprintf(f, ", \"order\": {\"acc\": ");
         json_number(f, "%.6f", er->order_acc);
-        fprintf(f, ", \"n\": %d}", er->n_order);
+        fprintf(f, ", \"n\": %d", er->n_order);
+        if (o->until_solved > 0 && !o->load) {  // the solve step, or null: censored at the cap (--steps)
+            fprintf(f, ", \"until_solved\": %g, \"solved_step\": ", o->until_solved);
+            if (tr->solved_step) fprintf(f, "%ld", tr->solved_step);
+            else fprintf(f, "null");
+            fprintf(f, ", \"cap\": %ld", o->steps);
+        }
+        fprintf(f, "}");
     }
     if (er->n_task) {
         fprintf(f, ", \"task\": [");
@@ -698,7 +737,7 @@ static int finish_training(const options *o, const run_t *r, const train_report 
         fflush(stdout);
         exit(128 + stop_signal);
     }
-    if (o->stop_at && tr->steps_done < o->steps) {
+    if (o->stop_at && tr->steps_done < o->steps && !tr->solved_step) {
         printf("stopped at step %ld of %ld; continue with --resume %s\n", tr->steps_done, o->steps, o->save);
         return 0;
     }

@@ -37,7 +37,11 @@ const cli_option cli_options[] = {
      "randomized positions (Ruoss et al. 2023): each sequence's positions are a sorted random subset of [0, MAX), "
      "in training and evaluation (0: off)", NOT_WITH_LOAD|NOT_WITH_RESUME|NOT_WITH_INIT},
     {"batch", OPT_INT, F(batch), 1, 1 << 16, "16", NULL, NULL, SEC_TRAIN, "N", "sequences per step", NOT_WITH_LOAD|NOT_WITH_RESUME},
-    {"steps", OPT_INT, F(steps), 0, 1L << 40, "5000", NULL, NULL, SEC_TRAIN, "N", "optimiser steps", NOT_WITH_LOAD},
+    {"steps", OPT_INT, F(steps), 0, 1L << 40, "5000", "5000; on cats 20000, a cap that --until-solved stops before", NULL,
+     SEC_TRAIN, "N", "optimiser steps (the schedule spans them)", NOT_WITH_LOAD},
+    {"until-solved", OPT_FLOAT, F(until_solved), 0, 1, NULL, "0.99 on cats, 0 (off) otherwise", NULL, SEC_TRAIN, "ACC",
+     "cats: stop at the first --eval-every point where order_acc reaches ACC (the solve step; --json records it, or "
+     "that the run reached --steps unsolved); 0: train every step", NOT_WITH_LOAD},
     {"lr", OPT_FLOAT, F(lr), 0, 10, "3e-3", NULL, NULL, SEC_TRAIN, "X", "peak learning rate", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"warmup", OPT_INT, F(warmup), 0, INT_MAX, "300", NULL, NULL, SEC_TRAIN, "N", "linear warmup steps", NOT_WITH_LOAD|NOT_WITH_RESUME},
     {"wd", OPT_FLOAT, F(wd), 0, 10, "0.1", NULL, NULL, SEC_TRAIN, "X", "AdamW weight decay on matrices and embeddings", NOT_WITH_LOAD|NOT_WITH_RESUME},
@@ -50,7 +54,7 @@ const cli_option cli_options[] = {
     {"log-every", OPT_INT, F(log_every), 1, 1L << 40, NULL, "steps/10", NULL, SEC_TRAIN, "N", "progress line every N steps", NOT_WITH_LOAD},
     {"stop-at", OPT_INT, F(stop_at), 1, 1L << 40, NULL, NULL, NULL, SEC_TRAIN, "N",
      "stop after step N (the schedule still spans --steps); resume later", NOT_WITH_LOAD},
-    {"eval-every", OPT_INT, F(eval_every), 0, 1L << 40, "0", NULL, NULL, SEC_TRAIN, "N",
+    {"eval-every", OPT_INT, F(eval_every), 0, 1L << 40, "0", "0 (off); 100 on cats", NULL, SEC_TRAIN, "N",
      "every N steps, validation loss (and order_acc on cats) into the progress line and --json's curve (0: off)", NOT_WITH_LOAD},
     {"eval-ctx", OPT_LIST, F(eval_ctx), 1, 1 << 20, NULL, "the training ctx", NULL, SEC_OUT, "L,L,...", "evaluation lengths", 0},
     {"eval-tokens", OPT_INT, F(eval_tokens), 1, 1L << 32, "16384", NULL, NULL, SEC_OUT, "N",
@@ -241,8 +245,8 @@ void options_usage(FILE *f) {
             const cli_option *c = &cli_options[i];
             if (c->section != sections[s]) continue;
             print_option(f, c->name, c->metavar, c->help);
-            if (c->def && c->type != OPT_FLAG) fprintf(f, "  [%s]", c->def);
-            else if (c->def_help) fprintf(f, "  [%s]", c->def_help);
+            if (c->def_help) fprintf(f, "  [%s]", c->def_help);
+            else if (c->def && c->type != OPT_FLAG) fprintf(f, "  [%s]", c->def);
             fputc('\n', f);
         }
     }

@@ -28,6 +28,7 @@ typedef struct {
     // training
     long batch, steps, warmup, threads, log_every, stop_at, seed, eval_every;
     float lr, wd, clip;
+    float until_solved;  // cats: order_acc that ends training at an --eval-every point (0: off; not given: 0.99 on cats)
     // evaluation and output
     int_list eval_ctx;
     long eval_tokens, save_every, sample;
@@ -48,7 +49,7 @@ typedef struct {
     size_t field;                 // offsetof(options, …); unused for OPT_ACTION
     double lo, hi;                // range (INT, FLOAT; LIST: each element)
     const char *def;              // default, as command-line text; NULL: none (def_help says)
-    const char *def_help;         // --help's note on the default when it is computed
+    const char *def_help;         // --help's note on the default (shown instead of def) when it is computed
     const char *const *choices;   // OPT_CHOICE: NULL-terminated
     const char *section;          // --help heading
     const char *metavar;          // --help: "N", "X", "FILE" …

@@ -66,7 +66,7 @@ echo "== interrupted, then resumed"
 # job starts with it ignored) and as a scheduler does (SIGTERM to lab/run).
 cat > "$scratch/slow.yaml" <<EOF
 experiments:
-  slow: {kind: encodings, encodings: [rope, alibi], seeds: 1-3, args: --steps 1500 --eval-tokens 512}
+  slow: {kind: encodings, encodings: [rope, alibi], seeds: 1-3, steps: 1500, args: --eval-tokens 512}
 EOF
 sigdfl='import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])'
 for how in ctrl-c sigterm; do
@@ -113,7 +113,7 @@ check "a path with a space and a quote works" test -s "$scratch/a b'c/results/or
 echo "== a custom experiment on a text corpus"
 cat > "$scratch/mine.yaml" <<EOF
 experiments:
-  mine: {kind: encodings, encodings: [rope, alibi], seeds: 1-2, args: --data $text --steps 20 --eval-tokens 512}
+  mine: {kind: encodings, encodings: [rope, alibi], seeds: 1-2, steps: 20, args: --data $text --eval-tokens 512}
 EOF
 lab/run --text "$text" --config-file "$scratch/mine.yaml" "$scratch/m" -j 2 results/mine.md > "$scratch/m.log" 2>&1
 check "custom experiment ran" test -s "$scratch/m/results/mine.md"
@@ -126,7 +126,7 @@ cat > "$scratch/corpus.yaml" <<EOF
 text: local-copy
 corpora: {local-copy: {url: "file://$text", sha256: $sha}}
 experiments:
-  mine: {kind: encodings, encodings: [rope], seeds: 1-2, args: "--data {text} --steps 10 --eval-tokens 256"}
+  mine: {kind: encodings, encodings: [rope], seeds: 1-2, steps: 10, args: "--data {text} --eval-tokens 256"}
 EOF
 lab/run --config-file "$scratch/corpus.yaml" "$scratch/c" -j 2 results/mine.md > "$scratch/corpus.log" 2>&1
 check "a named corpus is fetched and used" cmp -s "$scratch/c/corpus/${sha:0:16}.txt" "$text"

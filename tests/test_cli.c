@@ -499,6 +499,45 @@ static int test_load_json_and_refusal(void) {
     return fails;
 }
 
+// --until-solved (README "Order"): on cats training stops at the first
+// --eval-every point where order_acc reaches the threshold, and --json says
+// at which step; a run that reaches --steps first is recorded as censored.
+// Refused where there is no order probe or no curve to check it on.
+static int test_until_solved(void) {
+    int fails = 0;
+    static char json[1 << 14];
+    // the default model passes order_acc 0.2 within a few hundred steps; the step itself is the BLAS's to decide
+    int s = run_train("--quiet --threads 2 --steps 1000 --eval-every 50 --until-solved 0.2 --json {T}/us.json");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "exit %d: %s", WEXITSTATUS(s), err_buf);
+    slurp(tmp_path("us.json"), json, sizeof json);
+    long trained = -1, solved = -2, cap = -1;
+    double acc = -1;
+    const char *t = strstr(json, "\"train\": {\"steps\": "), *o = strstr(json, "\"order\": {\"acc\": ");
+    if (t) sscanf(t, "\"train\": {\"steps\": %ld", &trained);
+    if (o) sscanf(o, "\"order\": {\"acc\": %lf, \"n\": %*d, \"until_solved\": %*f, \"solved_step\": %ld, \"cap\": %ld", &acc,
+                  &solved, &cap);
+    EXPECT(solved == trained && solved > 0 && solved < 1000 && solved % 50 == 0 && cap == 1000 && acc >= 0.2,
+           "solved_step %ld, train.steps %ld, cap %ld, order acc %g: %.700s", solved, trained, cap, acc, o ? o : json);
+    EXPECT(strstr(out_buf, "training stops (--until-solved)"), "no solve line: %s", out_buf);
+    s = run_train(SMALL " --steps 10 --eval-every 5 --until-solved 1 --json {T}/us.json");
+    slurp(tmp_path("us.json"), json, sizeof json);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(json, "\"solved_step\": null, \"cap\": 10"),
+           "a run that never reaches 1.0 is not censored at 10: %.600s", json);
+    EXPECT(strstr(json, "\"train\": {\"steps\": 10,"), "train.steps is not 10: %.300s", json);
+    s = run_train(SMALL " --steps 10 --until-solved 0 --json {T}/us.json");  // off: no curve and no solve fields
+    slurp(tmp_path("us.json"), json, sizeof json);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strstr(json, "solved_step") && strstr(json, "\"steps\": 10,"),
+           "--until-solved 0 still records a solve: %.600s", json);
+    const char *refused[][2] = {{SMALL " --steps 10 --eval-every 0", "--eval-every"},
+                                {SMALL " --steps 10 --data task:copy --until-solved 0.9", "only --data cats"}};
+    for (int i = 0; i < 2; i++) {
+        s = run_train(refused[i][0]);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, refused[i][1]), "'%s' not refused: %s",
+               refused[i][0], err_buf);
+    }
+    return fails;
+}
+
 // --init: fine-tuning from a checkpoint's weights. With --steps 0 it is the
 // same model as --load; a fine-tuned model keeps its RoPE extension (--load
 // reproduces the run's own evaluation); what cannot change is refused.
@@ -1177,6 +1216,7 @@ const test_case cli_tests[] = {
     {"cli/json_is_utf8", test_json_is_utf8},
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
+    {"cli/until_solved", test_until_solved},
     {"cli/text_file", test_text_file},
     {"cli/init_fine_tunes", test_init_fine_tunes},
     {"cli/rand_pos", test_rand_pos},

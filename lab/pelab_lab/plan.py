@@ -146,6 +146,11 @@ def _order(name, spec, reg, seeds, args):
     if bad:
         raise ConfigError(f"experiment {name}: unknown mode(s) {bad} (causal, bidir)")
     every = _need(spec, "eval_every", f"experiment {name}")
+    cap = _need(spec, "cap", f"experiment {name}")
+    solve = _need(spec, "solve_at", f"experiment {name}", float)
+    if solve > 1:
+        raise ConfigError(f"experiment {name}: 'solve_at' is an order_acc, at most 1, not {spec['solve_at']!r}")
+    budget = ["--steps", str(cap), "--until-solved", str(solve), "--eval-every", str(every)]
     runs = []
     named = isinstance(spec.get("encodings"), list)   # 'single'/'all' leave out the pairs ./train refuses
     for pe in _encodings(spec, reg, f"experiment {name}"):
@@ -157,13 +162,14 @@ def _order(name, spec, reg, seeds, args):
                                   f"(take bidir out of its modes or the encoding out of the list)")
             for s in seeds:
                 runs.append(Run(name, f"{pe}_{mode}", f"{pe} {mode}", s,
-                                ["--pe", pe, "--attn", mode, "--eval-every", str(every)] + args,
+                                ["--pe", pe, "--attn", mode] + budget + args,
                                 meta={"pe": pe, "attn": mode}))
     return runs
 
 
 def _encodings_exp(name, spec, reg, seeds, args):
-    return [Run(name, pe, pe, s, ["--pe", pe] + args, meta={"pe": pe})
+    budget = ["--steps", str(_need(spec, "steps", f"experiment {name}")), "--until-solved", "0"]  # the same budget for all
+    return [Run(name, pe, pe, s, ["--pe", pe] + budget + args, meta={"pe": pe})
             for pe in _encodings(spec, reg, f"experiment {name}") for s in seeds]
 
 

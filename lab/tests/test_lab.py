@@ -32,7 +32,7 @@ def cfg(**exps):
 class Plan(unittest.TestCase):
     def test_duplicate_seeds_refused(self):
         with self.assertRaisesRegex(plan.ConfigError, "given twice"):
-            plan.plan(cfg(e={"kind": "encodings", "encodings": ["rope"], "seeds": [1, 1]}), LIST_PE)
+            plan.plan(cfg(e={"kind": "encodings", "steps": 10, "encodings": ["rope"], "seeds": [1, 1]}), LIST_PE)
 
     def test_seed_range(self):
         self.assertEqual(plan.parse_seeds("2-4", "x"), [2, 3, 4])
@@ -42,12 +42,12 @@ class Plan(unittest.TestCase):
 
     def test_unknown_encoding_refused(self):
         with self.assertRaisesRegex(plan.ConfigError, "unknown encoding"):
-            plan.plan(cfg(e={"kind": "encodings", "encodings": ["ropee"]}), LIST_PE)
+            plan.plan(cfg(e={"kind": "encodings", "steps": 10, "encodings": ["ropee"]}), LIST_PE)
 
     def test_named_bidir_for_causal_only_refused_but_single_leaves_it_out(self):
         with self.assertRaisesRegex(plan.ConfigError, "causal only"):
-            plan.plan(cfg(e={"kind": "order", "encodings": ["xpos"], "modes": ["bidir"], "eval_every": 10}), LIST_PE)
-        runs = plan.plan(cfg(e={"kind": "order", "encodings": "all", "seeds": [1], "eval_every": 10}), LIST_PE)["e"]
+            plan.plan(cfg(e={"kind": "order", "encodings": ["xpos"], "modes": ["bidir"], "eval_every": 10, "cap": 100, "solve_at": 0.99}), LIST_PE)
+        runs = plan.plan(cfg(e={"kind": "order", "encodings": "all", "seeds": [1], "eval_every": 10, "cap": 100, "solve_at": 0.99}), LIST_PE)["e"]
         arms = {r.arm for r in runs}
         self.assertIn("xpos_causal", arms)
         self.assertNotIn("xpos_bidir", arms)
@@ -55,8 +55,8 @@ class Plan(unittest.TestCase):
         self.assertIn("learned+rope_bidir", arms)
 
     def test_blas_kernel_pinned_for_every_run_and_overridden_by_an_experiment(self):
-        c = cfg(a={"kind": "encodings", "encodings": ["rope"], "seeds": [1]},
-                b={"kind": "encodings", "encodings": ["rope"], "seeds": [1], "env": {"OPENBLAS_CORETYPE": "SkylakeX"}})
+        c = cfg(a={"kind": "encodings", "steps": 10, "encodings": ["rope"], "seeds": [1]},
+                b={"kind": "encodings", "steps": 10, "encodings": ["rope"], "seeds": [1], "env": {"OPENBLAS_CORETYPE": "SkylakeX"}})
         c["blas_kernel"] = "Nehalem"   # sse4_2: every x86-64 machine this runs on has it
         p = plan.plan(c, LIST_PE)
         self.assertEqual(p["a"][0].env, {"OPENBLAS_CORETYPE": "Nehalem"})
@@ -69,7 +69,7 @@ class Plan(unittest.TestCase):
 
     def test_workflow_options_refused_in_args(self):
         with self.assertRaisesRegex(plan.ConfigError, "may not set --save"):
-            plan.plan(cfg(e={"kind": "encodings", "encodings": ["rope"], "args": "--save x.ck"}), LIST_PE)
+            plan.plan(cfg(e={"kind": "encodings", "steps": 10, "encodings": ["rope"], "args": "--save x.ck"}), LIST_PE)
 
     def test_evaluations_read_the_same_seed_and_are_paired(self):
         runs = plan.plan(cfg(e={"kind": "length", "encodings": ["rope", "alibi"], "seeds": "1-2", "ctx": 16,
