@@ -36,7 +36,7 @@ LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c 
 HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test bench fuzz experiments experiments-quick slurm-check deps deps-lab deps-torch check-deps clean
+.PHONY: all run test bench fuzz experiments experiments-quick claims claims-check slurm-check deps deps-lab deps-torch check-deps clean
 all: train
 
 check-deps:
@@ -98,7 +98,17 @@ experiments: deps-lab
 	@t0=$$(date +%s); rc=0; \
 	lab/run $(if $(TEXT),--text $(TEXT)) $(RUNDIR) -j $(JOBS) $(if $(ONLY),$(addprefix publish_,$(ONLY)),publish) || rc=$$?; \
 	echo "$$(date -u +%FT%TZ) make experiments$(if $(ONLY), ONLY=\"$(ONLY)\") JOBS=$(JOBS): $$(( $$(date +%s) - t0 )) s, exit $$rc" >> results/experiments.log; \
+	[ $$rc -ne 0 ] || $(CLAIMS) --out docs/claims.md || rc=$$?; \
 	exit $$rc
+
+# The claims ledger (docs/claims.md) from the tables in results/ and the
+# declarations in lab/claims.yaml; claims-check fails when it is not current.
+CLAIMS = /usr/bin/python3 -c 'import sys; sys.path.insert(0, "lab"); from pelab_lab.claims import main; sys.exit(main())' lab/claims.yaml results
+claims: deps-lab
+	$(CLAIMS) --out docs/claims.md
+
+claims-check:
+	$(CLAIMS) --check docs/claims.md
 
 # The workflow on a tiny budget and the lab's checks (CI runs it).
 experiments-quick: deps-lab

@@ -144,5 +144,12 @@ check "Welch when asked" grep -q "Welch" "$scratch/c3.log"
 lab/analyse "$scratch/q/runs/extrapolation" --out "$scratch/mine" > "$scratch/a.log" 2>&1
 check "lab/analyse makes a summary and a figure of any runs" test -s "$scratch/mine/summary.md" -a -s "$scratch/mine/lengths.png"
 
+echo "== the claims ledger"
+/usr/bin/python3 -c 'import sys; sys.path.insert(0, "lab"); from pelab_lab.claims import main; sys.exit(main())' \
+  lab/claims.yaml "$scratch/q/results" --out "$scratch/claims.md" > "$scratch/claims.log" 2>&1
+check "the ledger is computed from the QUICK workflow's tables" \
+  bash -c "[ \$(grep -c '^## [0-9]' '$scratch/claims.md') -eq \$(grep -c '^  - id:' lab/claims.yaml) ]"
+check "docs/claims.md is what the committed results/ give (make claims)" make -s claims-check
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import figures, stats
-from .runs import RunFileError, find_json, tidy
+from .runs import NoColumn, RunFileError, find_json, select_rows, tidy
 
 # metric -> (table, the columns that tell a run's repeated measures apart)
 METRICS = {"order_acc": ("runs", []), "final_loss": ("runs", []), "eval_ppl": ("runs", []), "eval_loss": ("runs", []),
@@ -47,20 +47,10 @@ def parse_selection(text, flag):
 
 
 def select(df, sel, what):
-    out = df
-    for k, v in sel.items():
-        if k not in df.columns:
-            raise SystemExit(f"compare: {what}: no column '{k}' (columns: {', '.join(sorted(map(str, df.columns)))})")
-        col = out[k]
-        try:   # a number matches a number column by value: 100000 is 100000.0 where NaNs made the column float
-            num = float(v)
-        except ValueError:
-            num = None
-        if num is not None and pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
-            out = out[col == num]
-        else:
-            out = out[col.astype(str) == v]
-    return out
+    try:
+        return select_rows(df, sel)
+    except NoColumn as e:
+        raise SystemExit(f"compare: {what}: no column '{e.args[0]}' (columns: {', '.join(sorted(map(str, df.columns)))})")
 
 
 def one_per_seed(df, metric, side, repeated):

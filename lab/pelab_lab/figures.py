@@ -65,13 +65,49 @@ def order_curves(curve, title, stem, order=None):
             groups = [g[g["step"] == x]["order_acc"].to_numpy() for x in xs]
             _band(ax, xs, groups, encoding_style(pe, i), pe, _per_seed(g, "step", "order_acc", xs))
         ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":", label="chance (two nouns)")
-        ax.axhline(SOLVED, color="grey", linewidth=0.6, linestyle="--", label="solved (0.95)")
+        ax.axhline(SOLVED, color="grey", linewidth=0.6, linestyle="--", label=f"solved ({SOLVED:g})")
         ax.set_xlabel("training step")
         ax.set_title(f"{mode} attention")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("order accuracy on held-out triples")
     axes[0][-1].legend(fontsize=7, loc="lower right", ncol=2)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)
+
+
+def solve_curves(runs, title, stem, cap=None):
+    """Fraction of seeds solved against training step (Kaplan–Meier, a step
+    function; stats.solved_by), one panel per attention mode, log steps."""
+    modes = [m for m in ("causal", "bidir") if m in set(runs["attn"])]
+    fig, axes = plt.subplots(1, len(modes), figsize=(6.2 * len(modes), 4.4), squeeze=False, sharey=True)
+    labels = list(dict.fromkeys(runs["pe"]))
+    top = cap or float(np.nanmax(runs["solve_time"])) if len(runs) else 1
+    grid = np.unique(np.concatenate([[1], np.geomspace(1, top, 200).round(), runs["solve_time"].dropna().to_numpy()]))
+    grid = grid[grid <= top]
+    for ax, mode in zip(axes[0], modes):
+        sub = runs[runs["attn"] == mode]
+        shown = [pe for pe in labels if not sub[sub["pe"] == pe].empty]
+        for i, pe in enumerate(labels):
+            g = sub[sub["pe"] == pe]
+            if g.empty:
+                continue
+            frac, lo, hi = stats.solved_by(g["solve_time"], g["solved"] == 1, grid)
+            st = encoding_style(pe, i)
+            ax.step(grid, frac, where="post", color=st["color"], linestyle=st.get("linestyle", "-"), linewidth=1.6,
+                    label=f"{pe} ({int((g['solved'] == 1).sum())}/{len(g)})")
+            if len(shown) <= 6:
+                ax.fill_between(grid, lo, hi, step="post", color=st["color"], alpha=0.12, linewidth=0)
+        if cap:
+            ax.axvline(cap, color="grey", linewidth=0.8, linestyle=":", label=f"cap ({cap} steps)")
+        ax.set_xscale("log")
+        _log_axis(ax.xaxis, grid[0], grid[-1])
+        ax.set_xlabel("training step")
+        ax.set_title(f"{mode} attention")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("fraction of seeds solved" + (" (95% band)" if len(labels) <= 6 else ""))
+    axes[0][-1].legend(fontsize=7, loc="upper left", ncol=2)
     fig.suptitle(title, fontsize=10)
     return save(fig, stem)
 

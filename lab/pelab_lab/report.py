@@ -55,6 +55,7 @@ def experiment_table(plan, stem):
     t = tidy((r["json"], r["labels"]) for r in runs)
     for df in t.values():   # the text corpus by its name, not its file in the run folder
         if "data" in df:
+            df["data_path"] = df["data"]   # the file the run read (baselines.py reads it again)
             df["data"] = df["data"].replace(plan.get("corpus") or {})
     body = tables.BUILDERS[spec["kind"]](name, t, stem, spec)
     secs = t["runs"]["train_seconds"].sum()

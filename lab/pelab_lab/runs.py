@@ -14,9 +14,10 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-SOLVED = 0.95   # order_acc at which the order task counts as solved
+SOLVED = 0.99   # order_acc at which the order task counts as solved: ./train's --until-solved on cats
 
 
 class RunFileError(Exception):
@@ -44,6 +45,27 @@ def _num(d, *keys):
     return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else math.nan
 
 
+def _time_to_solve(d, points):
+    """The order task as a time to event: solve_step (NaN when unsolved),
+    solved, and solve_time (the solve step, or the step the run was censored
+    at: its cap). From --until-solved's record when the run has one, else
+    from the curve at SOLVED; all NaN for a run that measured no order."""
+    order = d.get("order") or {}
+    nan = {"solve_step": math.nan, "solved": math.nan, "solve_time": math.nan, "solve_at": math.nan}
+    if "until_solved" in order:
+        step, cap = _num(order, "solved_step"), _num(order, "cap")
+        solved = not math.isnan(step)
+        return {"solve_step": step, "solved": float(solved), "solve_time": step if solved else cap,
+                "solve_at": _num(order, "until_solved")}
+    accs = [(p.get("step"), _num(p, "order_acc")) for p in points if not math.isnan(_num(p, "order_acc"))]
+    if not accs:
+        return nan
+    first = next((float(s) for s, a in accs if a >= SOLVED), math.nan)
+    solved = not math.isnan(first)
+    return {"solve_step": first, "solved": float(solved), "solve_time": first if solved else float(accs[-1][0]),
+            "solve_at": SOLVED}
+
+
 def tidy(records):
     """records: iterable of (path, labels) where labels is a dict of columns
     (exp, arm, label, seed and the experiment's own, e.g. task) or {}."""
@@ -62,14 +84,12 @@ def tidy(records):
                     "final_loss": _num(d, "train", "final_loss"), "tokens_per_s": _num(d, "train", "tokens_per_s"),
                     "train_seconds": _num(d, "train", "seconds"), "order_acc": _num(d, "order", "acc"),
                     "order_n": _num(d, "order", "n")})
-        solve = math.nan
-        for p in d.get("curve") or []:
+        points = d.get("curve") or []
+        for p in points:
             curve.append({**base, "step": p.get("step"), "train_loss": _num(p, "train_loss"),
                           "val_loss": _num(p, "val_loss"), "order_acc": _num(p, "order_acc"),
                           "task_acc": _num(p, "task_acc")})
-            if math.isnan(solve) and _num(p, "order_acc") >= SOLVED:
-                solve = float(p["step"])
-        row["solve_step"] = solve
+        row.update(_time_to_solve(d, points))
         first = (d.get("eval") or [{}])[0]
         row["eval_loss"], row["eval_ppl"] = _num(first, "loss"), _num(first, "ppl")
         runs.append(row)
@@ -106,6 +126,35 @@ def accept_main(argv):
                   f"run; the job fails so that it runs again: {errs[0]}", file=sys.stderr)
             return 3
     return 0
+
+
+class NoColumn(KeyError):
+    pass
+
+
+def select_rows(df, sel):
+    """The rows where every column of sel has its value. A number matches a
+    number column by value (100000 is 100000.0 where NaNs made the column
+    float; 0.1 within rounding); a boolean matches True/False however the
+    CSV spelled it; anything else compares as text."""
+    out = df
+    for k, v in sel.items():
+        if k not in df.columns:
+            raise NoColumn(k)
+        col = out[k]
+        num = None
+        if not isinstance(v, bool):
+            try:
+                num = float(v)
+            except (TypeError, ValueError):
+                pass
+        if num is not None and pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            out = out[np.isclose(col.astype(float), num, rtol=1e-9, atol=0)]
+        elif isinstance(v, bool) or pd.api.types.is_bool_dtype(col):
+            out = out[col.astype(str).str.lower() == str(v).lower()]
+        else:
+            out = out[col.astype(str) == str(v)]
+    return out
 
 
 def find_json(paths):

@@ -121,3 +121,78 @@ def solved_fraction(solved, n):
     lo = 0.0 if solved == 0 else float(sps.beta.ppf(ALPHA / 2, solved, n - solved + 1))
     hi = 1.0 if solved == n else float(sps.beta.ppf(1 - ALPHA / 2, solved + 1, n - solved))
     return lo, hi
+
+
+# ---- time to solve (the order task): a time to event, censored at a cap ----
+
+def _common_cap(times, solved):
+    """The one step every unsolved run was censored at, when no solve came
+    later than it (then the fraction solved by any step is a plain binomial
+    proportion); None otherwise."""
+    caps = {float(t) for t, s in zip(times, solved) if not s}
+    if len(caps) > 1:
+        return None
+    cap = caps.pop() if caps else math.inf
+    return cap if all(t <= cap for t, s in zip(times, solved) if s) else None
+
+
+def solved_by(times, solved, steps):
+    """Fraction of runs solved by each of `steps`, with its 95% band: the
+    Kaplan–Meier estimate. When every unsolved run stopped at one cap (the
+    workflow's design) that is the plain fraction and the band is
+    Clopper–Pearson's; otherwise statsmodels' product-limit estimate with a
+    log–log (Greenwood) band. Returns (frac, lo, hi) arrays."""
+    t = np.asarray(times, dtype=float)
+    e = np.asarray(solved, dtype=bool)
+    steps = np.asarray(steps, dtype=float)
+    n = len(t)
+    if n == 0:
+        z = np.full(len(steps), math.nan)
+        return z, z, z
+    if _common_cap(t, e) is not None:
+        k = np.array([int(((t <= s) & e).sum()) for s in steps])
+        lo, hi = zip(*(solved_fraction(int(x), n) for x in k))
+        return k / n, np.array(lo), np.array(hi)
+    from statsmodels.duration.survfunc import SurvfuncRight
+    sf = SurvfuncRight(t, e.astype(int))
+    idx = np.searchsorted(sf.surv_times, steps, side="right") - 1
+    surv = np.where(idx >= 0, sf.surv_prob[np.maximum(idx, 0)], 1.0)
+    se = np.where(idx >= 0, sf.surv_prob_se[np.maximum(idx, 0)], 0.0)
+    z = float(sps.norm.ppf(1 - ALPHA / 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ll = se / (surv * np.abs(np.log(surv)))
+        s_lo, s_hi = surv ** np.exp(z * ll), surv ** np.exp(-z * ll)
+    s_lo = np.where(np.isfinite(s_lo), s_lo, surv)
+    s_hi = np.where(np.isfinite(s_hi), s_hi, surv)
+    return 1 - surv, 1 - s_hi, 1 - s_lo
+
+
+def median_solve(times, solved):
+    """The median step to solve: the first step by which at least half the
+    runs solved (Kaplan–Meier), with a 95% interval. With one common cap the
+    interval is the distribution-free one from order statistics (binomial,
+    coverage ≥ 95%); otherwise statsmodels' Brookmeyer–Crowley interval.
+    math.inf: not reached within the cap."""
+    t = np.asarray(times, dtype=float)
+    e = np.asarray(solved, dtype=bool)
+    n = len(t)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    if _common_cap(t, e) is not None:
+        srt = np.sort(np.where(e, t, math.inf))
+        med = float(srt[math.ceil(n / 2) - 1])
+        # the widest-coverage-first search: the largest j with P(X < j) ≤ α/2, X ~ Bin(n, 1/2)
+        j = int(sps.binom.ppf(ALPHA / 2, n, 0.5))
+        while j > 0 and sps.binom.cdf(j - 1, n, 0.5) > ALPHA / 2:
+            j -= 1
+        if j < 1:  # too few runs for any interval of 95% coverage
+            return med, math.nan, math.nan
+        lo, hi = float(srt[j - 1]), float(srt[n - j])
+        return med, lo, hi
+    from statsmodels.duration.survfunc import SurvfuncRight
+    sf = SurvfuncRight(t, e.astype(int))
+    reached = np.flatnonzero(sf.surv_prob <= 0.5 + 1e-12)  # products of fractions: 0.5 within rounding
+    med = sf.surv_times[reached[0]] if len(reached) else math.inf
+    lo, hi = sf.quantile_ci(0.5)
+    fix = lambda v: math.inf if v is None or not np.isfinite(v) else float(v)
+    return fix(med), fix(lo), fix(hi)

@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 
 from . import figures, stats
+from .baselines import byte_baselines
 from .runs import SOLVED
+
+LEARNED = 0.95   # exact match at the training sizes for a seed's length generalisation to be read
 
 
 def _md(header, rows):
@@ -23,28 +26,41 @@ def _ordered(df, col):
     return list(dict.fromkeys(df[col]))
 
 
+def _steps(v):
+    return "—" if math.isnan(v) else "not reached" if math.isinf(v) else f"{v:.0f}"
+
+
 def order(name, t, stem, spec):
     runs, curve = t["runs"], t["curve"]
-    runs[["pe", "attn", "seed", "order_acc", "eval_loss", "solve_step", "train_seconds"]].to_csv(f"{stem}.csv", index=False)
+    runs[["pe", "attn", "seed", "solved", "solve_step", "solve_time", "order_acc", "eval_loss", "steps",
+          "train_seconds"]].to_csv(f"{stem}.csv", index=False)
     curve[["pe", "attn", "seed", "step", "val_loss", "order_acc"]].to_csv(f"{stem}_curve.csv", index=False)
+    cap = spec.get("cap")
     rows = []
     for pe in _ordered(runs, "pe"):
         for mode in _ordered(runs[runs["pe"] == pe], "attn"):
             g = runs[(runs["pe"] == pe) & (runs["attn"] == mode)].sort_values("seed")
-            solved = g["solve_step"].notna()
+            solved = g["solved"] == 1
             lo, hi = stats.solved_fraction(int(solved.sum()), len(g))
-            med = f"{g.loc[solved, 'solve_step'].median():.0f}" if solved.any() else "—"
-            rows.append([pe, mode, f"{int(solved.sum())}/{len(g)} [{lo:.2f}, {hi:.2f}]", med,
-                         stats.mean_ci(g["order_acc"], (0, 1)).fmt(3),
-                         " ".join(f"{v:.2f}" for v in g["order_acc"])])
-    figures.order_curves(curve, f"order accuracy during training, {name} ({runs['seed'].nunique()} seeds)", stem)
+            med, mlo, mhi = stats.median_solve(g["solve_time"], solved)
+            seeds = " ".join(f"{v:.0f}" if ok else f"✗{a:.2f}" for v, ok, a in zip(g["solve_step"], solved, g["order_acc"]))
+            rows.append([pe, mode, len(g), f"{int(solved.sum())}/{len(g)} [{lo:.2f}, {hi:.2f}]",
+                         f"{_steps(med)} [{_steps(mlo)}, {_steps(mhi)}]", seeds])
+    figures.order_curves(curve, f"order accuracy during training, {name}", f"{stem}_acc")
+    figures.solve_curves(runs, f"fraction of seeds solved against training step, {name} ({runs['seed'].nunique()} seeds)",
+                         stem, cap)
+    at = runs["solve_at"].dropna()
+    thr = f"{at.iloc[0]:g}" if len(at) else f"{SOLVED:g}"
     return "\n".join([
-        f"Solved: order_acc ≥ {SOLVED} at some point of the curve (every {spec.get('eval_every')} steps), with the "
-        "Clopper–Pearson 95% interval of the solved fraction; steps to solve: the first such step, median over the "
-        "solved seeds. Final order_acc: mean ± 95% t-interval over seeds, clipped to [0, 1]. Chance is 0.5 for a model "
+        f"Time to solve: each run trains until order_acc ≥ {thr} at an evaluation point (every "
+        f"{spec.get('eval_every')} steps; `--until-solved`), or until the cap of {cap} steps, where it counts as "
+        "unsolved (censored). Solved by the cap: with the Clopper–Pearson 95% interval. Median steps to solve: the "
+        "first step by which half the seeds had solved (Kaplan–Meier; every unsolved run stops at the same cap, so "
+        "it is the plain fraction), with the distribution-free 95% interval from order statistics; 'not reached': "
+        "beyond the cap. Per seed: the solve step, or ✗ and the order_acc at the cap. Chance is 0.5 for a model "
         "that answers with one of the two nouns.", "",
-        _md(["pe", "attn", "solved [95%]", "median steps to solve", "final order_acc", "per seed"], rows), "",
-        f"![order]({stem.split('/')[-1]}.png)"])
+        _md(["pe", "attn", "n", "solved by the cap [95%]", "median steps to solve [95%]", "per seed"], rows), "",
+        f"![fraction solved]({stem.split('/')[-1]}.png)", "", f"![order accuracy]({stem.split('/')[-1]}_acc.png)"])
 
 
 def encodings(name, t, stem, spec):
@@ -52,7 +68,7 @@ def encodings(name, t, stem, spec):
     text = runs["data"].iloc[0] if len(runs) else ""
     cats = text == "cats"
     runs[["pe", "seed", "params", "tokens_per_s", "final_loss", "eval_loss", "eval_ppl", "order_acc", "train_seconds"]].to_csv(f"{stem}.csv", index=False)
-    header = ["pe", "n", "params", "train tokens/s", "val loss", "val ppl"] + (["order_acc", "solved (≥ 0.95)"] if cats else [])
+    header = ["pe", "n", "params", "train tokens/s", "val loss", "val ppl"] + (["order_acc", f"order_acc ≥ {SOLVED}"] if cats else [])
     rows = []
     for pe in _ordered(runs, "pe"):
         g = runs[runs["pe"] == pe]
@@ -65,7 +81,7 @@ def encodings(name, t, stem, spec):
             + ("" if cats else " No order accuracy: the corpus is not cats.") + "\n\n" + _md(header, rows))
 
 
-def _length_rows(evals, lengths):
+def _length_rows(evals, lengths, base):
     rows = []
     for lab in _ordered(evals, "label"):
         g = evals[evals["label"] == lab]
@@ -75,11 +91,35 @@ def _length_rows(evals, lengths):
             if h.empty:
                 cells.append("")
             elif h["ppl"].notna().any():
-                cells.append(stats.mean_ci(h["ppl"]).fmt(3))
+                k = int(h["collapsed"].sum())
+                cells.append(stats.mean_ci(h["ppl"]).fmt(3) + (f" †{k}" if k else ""))
             else:
                 cells.append("— (refused)")
         rows.append(cells)
+    for i, what in enumerate(("byte unigram (baseline)", "byte bigram (baseline)")):
+        if base:
+            rows.append([what, ""] + [f"{base[L][i]:.3f}" if L in base else "" for L in lengths])
     return rows
+
+
+def _baselines(evals, lengths, stem):
+    """Byte-unigram and bigram perplexity at each length (baselines.py), the
+    runs' `collapsed` column (ppl above the unigram's at that length), and
+    {stem}_baselines.csv; a note for the table."""
+    evals["collapsed"] = False
+    data = evals["data_path" if "data_path" in evals else "data"].dropna()
+    causal = set(evals.get("attn", pd.Series(["causal"]))) == {"causal"}
+    base = byte_baselines(data.iloc[0], lengths, evals["eval_tokens"].max()) if len(data) and data.nunique() == 1 and causal else {}
+    pd.DataFrame([{"eval_ctx": L, "unigram_ppl": u, "bigram_ppl": b} for L, (u, b) in base.items()],
+                 columns=["eval_ctx", "unigram_ppl", "bigram_ppl"]).to_csv(f"{stem}_baselines.csv", index=False)
+    if not base:
+        return base, ("No baseline rows: the corpus file is not where the runs read it, is not bytes, or the runs "
+                      "do not share one corpus and causal attention.")
+    uni = evals["eval_ctx"].map(lambda L: base.get(int(L), (math.nan,))[0])
+    evals["collapsed"] = evals["ppl"] > uni
+    return base, ("Baselines: byte-unigram and byte-bigram models of the training split (Krichevsky–Trofimov "
+                  "estimates), scored on the same validation bytes as the runs at each length. †k: k seeds worse "
+                  "than the unigram at that length, that is, collapsed there.")
 
 
 def _ratio_rows(evals, lengths):
@@ -102,7 +142,8 @@ def _ratio_rows(evals, lengths):
 def length(name, t, stem, spec):
     evals = t["evals"]
     lengths = sorted(evals["eval_ctx"].unique())
-    evals[["label", "pe", "seed", "eval_ctx", "loss", "ppl", "refused"]].to_csv(f"{stem}.csv", index=False)
+    base, base_note = _baselines(evals, lengths, stem)
+    evals[["label", "pe", "seed", "eval_ctx", "loss", "ppl", "refused", "collapsed"]].to_csv(f"{stem}.csv", index=False)
     text = evals["data"].iloc[0].split("/")[-1] if len(evals) else ""
     seeds = evals["seed"].nunique()
     if spec["kind"] == "finetune":
@@ -119,8 +160,8 @@ def length(name, t, stem, spec):
         what = "Rows named `x (s)` evaluate the same checkpoints with `--rope-scale s`. "
     return "\n".join([
         what + "Perplexity over non-overlapping windows of each length, each scored on its own; mean ± 95% "
-        "t-interval over seeds; — = refused (a learned table has no rows past its length).", "",
-        _md(["pe", "n"] + [str(L) for L in lengths], _length_rows(evals, lengths)), "",
+        "t-interval over seeds; — = refused (a learned table has no rows past its length). " + base_note, "",
+        _md(["pe", "n"] + [str(L) for L in lengths], _length_rows(evals, lengths, base)), "",
         f"Extrapolation ratio: perplexity at L over perplexity at {lengths[0]}, per seed (paired), mean ± 95% interval "
         "(1 = no worse than at the training length).", "",
         _md(["pe"] + [f"{L}/{lengths[0]}" for L in lengths[1:]], _ratio_rows(evals, lengths)), "",
@@ -129,27 +170,39 @@ def length(name, t, stem, spec):
 
 def sweep(name, t, stem, spec):
     evals = t["evals"]
-    evals[["sweep", "value", "seed", "eval_ctx", "ppl"]].to_csv(f"{stem}.csv", index=False)
     lengths = sorted(evals["eval_ctx"].unique())
+    base, base_note = _baselines(evals, lengths, stem)
+    evals[["sweep", "value", "seed", "eval_ctx", "ppl", "collapsed"]].to_csv(f"{stem}.csv", index=False)
     rows = []
     for sw in _ordered(evals, "sweep"):
         g = evals[evals["sweep"] == sw]
         for v in _ordered(g, "value"):
             h = g[g["value"] == v]
-            rows.append([sw, v, h["seed"].nunique()] + [stats.mean_ci(h[h["eval_ctx"] == L]["ppl"]).fmt(3) for L in lengths])
+            cells = []
+            for L in lengths:
+                k = int(h[h["eval_ctx"] == L]["collapsed"].sum())
+                cells.append(stats.mean_ci(h[h["eval_ctx"] == L]["ppl"]).fmt(3) + (f" †{k}" if k else ""))
+            rows.append([sw, v, h["seed"].nunique()] + cells)
+    for i, what in enumerate(("byte unigram (baseline)", "byte bigram (baseline)")):
+        if base:
+            rows.append([what, "", ""] + [f"{base[L][i]:.3f}" if L in base else "" for L in lengths])
     figures.sweep_panels(evals, f"one option varied at a time ({evals['seed'].nunique()} seeds)", stem)
     return "\n".join(["Each row changes one option and evaluates at the training length and 8×; mean ± 95% "
-                      "t-interval over seeds.", "",
+                      "t-interval over seeds. " + base_note, "",
                       _md(["sweep", "value", "n"] + [f"ppl at {L}" for L in lengths], rows), "",
                       f"![sweep]({stem.split('/')[-1]}.png)"])
 
 
 def tasks(name, t, stem, spec):
     task = t["task"]
-    task[["task", "pe", "seed", "lo", "hi", "train_range", "acc"]].to_csv(f"{stem}.csv", index=False)
+    train_acc = task[task["range"] == 0].set_index(["task", "pe", "seed"])["acc"]
+    task["learned"] = [bool(train_acc.get(k, math.nan) >= LEARNED) for k in zip(task["task"], task["pe"], task["seed"])]
+    task[["task", "pe", "seed", "range", "lo", "hi", "train_range", "acc", "learned"]].to_csv(f"{stem}.csv", index=False)
     names, pes = _ordered(task, "task"), _ordered(task, "pe")
     parts = ["Exact-match accuracy over the task's evaluation instances per size range; mean ± 95% t-interval over "
-             "seeds, clipped to [0, 1]; — = refused (no positions that far)."]
+             "seeds, clipped to [0, 1]; — = refused (no positions that far). A seed's test ranges are read only "
+             f"where that seed learned the training sizes (≥ {LEARNED}); (k/n) says how many of the n did, 'not "
+             "learned' that none did at this budget."]
     heat = np.full((len(pes), len(names)), math.nan)
     for r, title in ((0, "At the training sizes"), (1, "At 2× (the first test range)"), (2, "At 4× (the second test range)")):
         rows = []
@@ -157,11 +210,18 @@ def tasks(name, t, stem, spec):
             cells = [pe]
             for j, tk in enumerate(names):
                 h = task[(task["pe"] == pe) & (task["task"] == tk) & (task["range"] == r)]
+                n_all = len(h)
+                if r > 0 and h["acc"].notna().any():
+                    h = h[h["learned"]]
+                    if h.empty:
+                        cells.append("not learned")
+                        continue
                 if h.empty:
                     cells.append("")
                 elif h["acc"].notna().any():
                     e = stats.mean_ci(h["acc"], (0, 1))
-                    cells.append(e.fmt(2))
+                    cells.append(e.fmt(2) if len(h) == n_all else
+                                 f"{e.fmt(2) if len(h) > 1 else f'{e.mean:.2f}'} ({len(h)}/{n_all} learned)")
                     if r == 1:
                         heat[i, j] = e.mean
                 else:
@@ -183,9 +243,9 @@ BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune"
 def outputs(kind, stem):
     """The files BUILDERS[kind] writes for an experiment whose files start with stem."""
     figs = lambda s: [f"{s}.png", f"{s}.svg"]
-    return {"order": [f"{stem}.md", f"{stem}.csv", f"{stem}_curve.csv"] + figs(stem),
+    return {"order": [f"{stem}.md", f"{stem}.csv", f"{stem}_curve.csv"] + figs(stem) + figs(f"{stem}_acc"),
             "encodings": [f"{stem}.md", f"{stem}.csv"],
-            "length": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
-            "finetune": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
-            "sweep": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
+            "length": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
+            "finetune": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
+            "sweep": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length")}[kind]

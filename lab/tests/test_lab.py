@@ -156,6 +156,114 @@ def write_run(folder, name, config, **rest):
     return p
 
 
+class TimeToSolve(unittest.TestCase):
+    # ten runs, three unsolved at the cap of 20000
+    T = [400, 500, 500, 1200, 20000, 20000, 900, 700, 3000, 20000]
+    E = [1, 1, 1, 1, 0, 0, 1, 1, 1, 0]
+
+    def test_fraction_solved_is_the_plain_fraction_with_one_cap(self):
+        frac, lo, hi = stats.solved_by(self.T, self.E, [499, 500, 1000, 20000])
+        self.assertEqual(list(frac), [0.1, 0.3, 0.5, 0.7])
+        self.assertEqual((lo[3], hi[3]), stats.solved_fraction(7, 10))
+
+    def test_kaplan_meier_matches_statsmodels_with_mixed_caps(self):
+        from statsmodels.duration.survfunc import SurvfuncRight
+        t, e = [400, 500, 5000, 1200, 2000, 20000], [1, 1, 0, 1, 1, 0]
+        frac, _, _ = stats.solved_by(t, e, [1999, 2000])
+        sf = SurvfuncRight(t, e)
+        self.assertAlmostEqual(frac[1], 1 - sf.surv_prob[-1])
+        self.assertAlmostEqual(frac[0], 0.5)
+
+    def test_median_and_its_order_statistic_interval(self):
+        med, lo, hi = stats.median_solve(self.T, self.E)
+        # sorted: 400 500 500 700 900 1200 3000 ∞ ∞ ∞; the 5th is the median;
+        # n = 10: the 2nd and 9th order statistics cover it with 97.9%
+        self.assertEqual((med, lo), (900, 500))
+        self.assertTrue(math.isinf(hi))
+
+    def test_median_not_reached(self):
+        med, _, _ = stats.median_solve([20000] * 8 + [300, 400], [0] * 8 + [1, 1])
+        self.assertTrue(math.isinf(med))
+
+
+class Baselines(unittest.TestCase):
+    def test_unigram_and_bigram_by_hand(self):
+        from pelab_lab.baselines import byte_baselines
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "t.txt"
+            p.write_bytes(b"ab" * 45 + b"abababbbba")   # 100 bytes: the last 10 are the validation split
+            base = byte_baselines(p, [4], 8)           # two windows of 4: bytes 90..97 predict 91..98
+            train = b"ab" * 45
+            val = b"abababbbba"
+            tgt, prev = val[1:9], val[0:8]
+            uni = {c: (train.count(bytes([c])) + 0.5) / (len(train) + 0.5 * 256) for c in b"ab"}
+            want_u = math.exp(-sum(math.log(uni[c]) for c in tgt) / 8)
+            pairs = {(x, y): sum(1 for i in range(len(train) - 1) if train[i] == x and train[i + 1] == y) for x in b"ab" for y in b"ab"}
+            row = {x: sum(pairs[(x, y)] for y in b"ab") for x in b"ab"}
+            want_b = math.exp(-sum(math.log((pairs[(x, y)] + 0.5) / (row[x] + 0.5 * 256)) for x, y in zip(prev, tgt)) / 8)
+            self.assertAlmostEqual(base[4][0], want_u)
+            self.assertAlmostEqual(base[4][1], want_b)
+
+    def test_no_file_no_baseline(self):
+        from pelab_lab.baselines import byte_baselines
+        self.assertEqual(byte_baselines("/nonexistent/x.txt", [64], 16384), {})
+
+
+class Claims(unittest.TestCase):
+    def ledger(self, rows, predicts=">", effect=None, pre=None, **extra):
+        from pelab_lab import claims
+        with tempfile.TemporaryDirectory() as d:
+            pd.DataFrame(rows).to_csv(Path(d) / "e.csv", index=False)
+            cl = {"id": "x", "paper": "P", "source": "T1", "claim": "c", "setting": "s", "experiment": "e",
+                  "metric": "acc", "predicts": predicts, "paper_effect": {"value": effect},
+                  "preconditions": pre or [], "comparisons": [{"a": {"pe": "a"}, "b": {"pe": "b"}, **extra}]}
+            return claims.evaluate([cl], d)[0]
+
+    @staticmethod
+    def rows(a, b, learned=None):
+        out = [{"pe": "a", "seed": i, "acc": v} for i, v in enumerate(a, 1)]
+        out += [{"pe": "b", "seed": i, "acc": v} for i, v in enumerate(b, 1)]
+        if learned is not None:
+            for r, l in zip(out, learned):
+                r["learned"] = l
+        return out
+
+    def test_the_five_verdicts(self):
+        a, b = [0.9, 0.8, 0.85, 0.95], [0.5, 0.45, 0.6, 0.5]
+        self.assertEqual(self.ledger(self.rows(a, b))["verdict"], "consistent")
+        self.assertEqual(self.ledger(self.rows(a, b), predicts="<")["verdict"], "contrary")
+        noisy_a, noisy_b = [0.9, 0.1, 0.5, 0.6], [0.2, 0.8, 0.4, 0.7]
+        self.assertEqual(self.ledger(self.rows(noisy_a, noisy_b), effect=2.0)["verdict"], "inconclusive")
+        self.assertEqual(self.ledger(self.rows(noisy_a, noisy_b), effect=0.01)["verdict"], "underpowered")
+        e = self.ledger(self.rows(a, b, learned=[True, False, False, False] * 2), pre=["learned"])
+        self.assertEqual(e["verdict"], "not testable here")
+
+    def test_paired_by_seed(self):
+        e = self.ledger(self.rows([1.0, 2.0, 3.0], [0.9, 1.9, 2.95]))
+        r = e["results"][0]
+        self.assertEqual(r["design"], "paired t")
+        d = stats.paired([1.0, 2.0, 3.0], [0.9, 1.9, 2.95])
+        self.assertAlmostEqual(r["lo"], d.lo)
+
+    def test_holm_within_a_claim(self):
+        from pelab_lab import claims
+        with tempfile.TemporaryDirectory() as dd:
+            rows = self.rows([0.9, 0.8, 0.85, 0.95], [0.5, 0.45, 0.6, 0.5])
+            rows += [{"pe": "c", "seed": i, "acc": v} for i, v in enumerate([0.52, 0.49, 0.62, 0.47], 1)]
+            pd.DataFrame(rows).to_csv(Path(dd) / "e.csv", index=False)
+            cl = {"id": "x", "paper": "P", "source": "T1", "claim": "c", "setting": "s", "experiment": "e",
+                  "metric": "acc", "predicts": ">",
+                  "comparisons": [{"a": {"pe": "a"}, "b": {"pe": "b"}}, {"a": {"pe": "c"}, "b": {"pe": "b"}}]}
+            res = claims.evaluate([cl], dd)[0]["results"]
+            raw = sorted(r["p"] for r in res)
+            self.assertAlmostEqual(min(r["p_holm"] for r in res), min(1, 2 * raw[0]))
+
+    def test_the_ledger_declarations_load(self):
+        from pelab_lab import claims
+        decl = claims.load_claims(Path(__file__).resolve().parents[1] / "claims.yaml")
+        self.assertGreaterEqual(len(decl), 12)
+
+
 class Tidy(unittest.TestCase):
     def test_missing_metrics_are_missing_not_zero(self):
         with tempfile.TemporaryDirectory() as d:
@@ -171,9 +279,20 @@ class Tidy(unittest.TestCase):
     def test_solve_step_from_curve(self):
         with tempfile.TemporaryDirectory() as d:
             p = write_run(d, "a.json", {"pe": "rope", "data": "cats", "seed": 1}, order={"acc": 1.0, "n": 400},
-                          curve=[{"step": 100, "order_acc": 0.5}, {"step": 200, "order_acc": 0.96},
+                          curve=[{"step": 100, "order_acc": 0.5}, {"step": 200, "order_acc": 0.995},
                                  {"step": 300, "order_acc": 0.9}])
             self.assertEqual(tidy([(p, {})])["runs"]["solve_step"][0], 200)
+
+    def test_until_solved_record_solved_and_censored(self):
+        with tempfile.TemporaryDirectory() as d:
+            a = write_run(d, "a.json", {"pe": "rope", "data": "cats", "seed": 1},
+                          order={"acc": 1.0, "n": 400, "until_solved": 0.99, "solved_step": 700, "cap": 20000})
+            b = write_run(d, "b.json", {"pe": "none", "data": "cats", "seed": 1},
+                          order={"acc": 0.5, "n": 400, "until_solved": 0.99, "solved_step": None, "cap": 20000})
+            r = tidy([(a, {}), (b, {})])["runs"]
+            self.assertEqual(list(r["solve_time"]), [700, 20000])
+            self.assertEqual(list(r["solved"]), [1.0, 0.0])
+            self.assertTrue(math.isnan(r["solve_step"][1]))
 
 
 class Accept(unittest.TestCase):
