@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import tables
+from . import claims, tables
 from .runs import tidy
 
 TITLES = {"order": "Order: order_acc on held-out triples, over seeds",
@@ -77,34 +77,59 @@ def _inline(text):
 
 
 def md_to_html(md, folder):
-    """The Markdown our tables use (headings, paragraphs, pipe tables,
-    images) as HTML, images inlined as data: URLs."""
-    out, table = [], []
+    """The Markdown our tables and the ledger use (headings, paragraphs of
+    one or more lines, "- " lists, pipe tables, images) as HTML, images
+    inlined as data: URLs."""
+    out, block = [], {"kind": None, "lines": []}
 
     def flush():
-        if table:
-            rows = [[c.strip() for c in r.strip().strip("|").split("|")] for r in table if not re.fullmatch(r"\|(-+\|)+", r.strip())]
+        kind, lines = block["kind"], block["lines"]
+        if kind == "p":
+            out.append(f"<p>{_inline(' '.join(lines))}</p>")
+        elif kind == "ul":
+            out.append("<ul>" + "".join(f"<li>{_inline(' '.join(i))}</li>" for i in lines) + "</ul>")
+        elif kind == "table":
+            rows = [[c.strip() for c in r.strip().strip("|").split("|")] for r in lines if not re.fullmatch(r"\|(-+\|)+", r.strip())]
             out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>"
                        + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows[1:]) + "</table>")
-            table.clear()
+        block["kind"], block["lines"] = None, []
+
+    def add(kind, line):
+        if block["kind"] != kind:
+            flush()
+            block["kind"] = kind
+        block["lines"].append(line)
 
     for line in md.splitlines():
-        if line.startswith("|"):
-            table.append(line)
-            continue
-        flush()
         m = re.fullmatch(r"!\[([^\]]*)\]\(([^)]*)\)", line.strip())
-        if m:
+        if line.startswith("|"):
+            add("table", line)
+        elif m:
+            flush()
             p = Path(folder) / m.group(2)
             data = base64.b64encode(p.read_bytes()).decode() if p.is_file() else ""
             out.append(f'<figure><img alt="{html.escape(m.group(1))}" src="data:image/png;base64,{data}"></figure>')
         elif line.startswith("#"):
+            flush()
             level = min(len(line) - len(line.lstrip("#")) + 1, 4)
             out.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
+        elif line.startswith("- "):
+            add("ul", [line[2:]])
+        elif line.startswith("  ") and line.strip() and block["kind"] == "ul":
+            block["lines"][-1].append(line.strip())
         elif line.strip():
-            out.append(f"<p>{_inline(line)}</p>")
+            add("p", line.strip())
+        else:
+            flush()
     flush()
     return "\n".join(out)
+
+
+def ledger(folder):
+    """The claims ledger (lab/claims.yaml) computed from this folder's tables:
+    a claim whose experiment this run folder did not make is not testable."""
+    decl = Path(__file__).resolve().parents[1] / "claims.yaml"
+    return claims.render(claims.evaluate(claims.load_claims(decl), folder), "lab/claims.yaml")
 
 
 def html_report(plan, out):
@@ -116,12 +141,13 @@ def html_report(plan, out):
     if plan["skipped"]:
         parts.append("<p>Skipped here: " + "; ".join(f"{html.escape(e)} ({html.escape(w)})"
                                                     for e, w in plan["skipped"].items()) + ".</p>")
-    parts.append("<ul>" + "".join(f'<li><a href="#{e}">{e}</a></li>' for e in plan["exps"]) + "</ul>")
+    parts.append("<ul>" + "".join(f'<li><a href="#{e}">{e}</a></li>' for e in plan["exps"] + ["claims"]) + "</ul>")
     for e in plan["exps"]:
         parts.append(f'<section id="{e}">' + md_to_html((folder / f"{e}.md").read_text(), folder) + "</section>")
         for png in sorted(folder.glob("attn_*.png")) if e in plan["pictures"] else []:
             data = base64.b64encode(png.read_bytes()).decode()
             parts.append(f'<figure><img alt="{png.stem}" src="data:image/png;base64,{data}"><figcaption>{png.stem}</figcaption></figure>')
+    parts.append('<section id="claims">' + md_to_html(ledger(folder), folder) + "</section>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;font-size:13px}"
              "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}code{background:#f4f4f4}")
     Path(out).write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>pelab experiments</title>"
