@@ -1,5 +1,8 @@
 // test.h — a small test harness: each test is a function that returns the
-// number of failed checks; the runner prints "N passed, N failed".
+// number of failed checks, or TEST_SKIPPED when what it needs is absent (it
+// prints why); the runner prints "N passed, N failed, N skipped". A suite is
+// one file with a table `const test_case NAME_tests[]` and its count
+// `n_NAME_tests`, registered by one word in test_main.c's SUITES.
 #ifndef PELAB_TEST_H
 #define PELAB_TEST_H
 
@@ -18,6 +21,8 @@
             fails++;                                               \
         }                                                          \
     } while (0)
+
+#define TEST_SKIPPED (-1)
 
 typedef int (*test_fn)(void);
 typedef struct {
@@ -43,10 +48,5 @@ void test_random_batch(int B, int T, int V, int causal, unsigned long long seed,
 // x (n) ~ N(0, std²), from its own seeded stream.
 void test_fill_normal(float *x, size_t n, float std, unsigned long long seed);
 
-// The suites; each returns its failed-check count and prints one line per test.
-int run_tests(const test_case *tests, int n, int *passed, int *failed, const char *filter);
-
-extern const test_case kernel_tests[], grad_tests[], prop_tests[], task_tests[], cli_tests[], torch_tests[], mpi_tests[];
-extern const int n_kernel_tests, n_grad_tests, n_prop_tests, n_task_tests, n_cli_tests, n_torch_tests, n_mpi_tests;
 
 #endif

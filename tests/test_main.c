@@ -1,6 +1,6 @@
-// test_main.c — runs every suite; `tests/test_pelab [filter]` runs the tests
-// whose names contain filter. Ends with "N passed, N failed" and exits 1 on
-// any failure.
+// test_main.c — runs every suite; `tests/test_pelab [FILTER]` runs the tests
+// whose names contain FILTER. Ends with "N passed, N failed, N skipped" (a
+// skipped test is never counted as passed) and exits 1 on any failure.
 #include <stdlib.h>
 #include <string.h>
 #include <cblas.h>
@@ -87,34 +87,50 @@ void test_random_batch(int B, int T, int V, int causal, unsigned long long seed,
         }
 }
 
-int run_tests(const test_case *tests, int n, int *passed, int *failed, const char *filter) {
-    int total_fails = 0;
+// The suites, in the order they run: a new suite (a file defining
+// NAME_tests[] and n_NAME_tests) is one more word here.
+#define SUITES(X) X(kernel) X(grad) X(prop) X(task) X(cli) X(torch) X(mpi)
+#define DECLARE(s) extern const test_case s##_tests[]; extern const int n_##s##_tests;
+SUITES(DECLARE)
+#define ENTRY(s) {s##_tests, &n_##s##_tests},
+static const struct {
+    const test_case *tests;
+    const int *n;
+} suites[] = {SUITES(ENTRY)};
+
+typedef struct {
+    int passed, failed, skipped;
+} tally;
+
+static void run_suite(const test_case *tests, int n, tally *t, const char *filter) {
     for (int i = 0; i < n; i++) {
         if (filter && !strstr(tests[i].name, filter)) continue;
         double t0 = now_seconds();
         fflush(stdout);
         int f = tests[i].fn();
-        printf("%s %s (%.2fs)\n", f ? "FAIL" : "ok  ", tests[i].name, now_seconds() - t0);
+        printf("%s %s (%.2fs)\n", f == TEST_SKIPPED ? "skip" : f ? "FAIL" : "ok  ", tests[i].name, now_seconds() - t0);
         fflush(stdout);
-        if (f) (*failed)++, total_fails += f;
-        else (*passed)++;
+        if (f == TEST_SKIPPED) t->skipped++;
+        else if (f) t->failed++;
+        else t->passed++;
     }
-    return total_fails;
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: tests/test_pelab [FILTER]\n"
+               "Runs every test (kernel/, grad/, prop/, task/, cli/, torch/, mpi/ …), or those whose name contains\n"
+               "FILTER (e.g. 'grad/' or 'resume'). One line per test (ok, FAIL or skip, with its time), then\n"
+               "\"N passed, N failed, N skipped\"; exit 1 on any failure. A test that needs what the machine lacks\n"
+               "(PyTorch, MPI) says so and counts as skipped.\n");
+        return 0;
+    }
     startup_blas_kernel(argv);
     const char *filter = argc > 1 ? argv[1] : NULL;
     list_test_encodings();
     startup_threads(2);
-    int passed = 0, failed = 0;
-    run_tests(kernel_tests, n_kernel_tests, &passed, &failed, filter);
-    run_tests(grad_tests, n_grad_tests, &passed, &failed, filter);
-    run_tests(prop_tests, n_prop_tests, &passed, &failed, filter);
-    run_tests(task_tests, n_task_tests, &passed, &failed, filter);
-    run_tests(cli_tests, n_cli_tests, &passed, &failed, filter);
-    run_tests(torch_tests, n_torch_tests, &passed, &failed, filter);
-    run_tests(mpi_tests, n_mpi_tests, &passed, &failed, filter);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    tally t = {0, 0, 0};
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) run_suite(suites[i].tests, *suites[i].n, &t, filter);
+    printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
+    return t.failed ? 1 : 0;
 }

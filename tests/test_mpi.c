@@ -67,7 +67,7 @@ static int close_enough(double a, double b) { return fabs(a - b) <= 1e-5 * fabs(
 
 static int test_two_processes_one_step(void) {
     int fails = 0;
-    if (!have_mpi()) return printf("    SKIPPED: no ./train-mpi or mpirun (scripts/install-deps.sh --mpi; make train-mpi)\n"), 0;
+    if (!have_mpi()) return printf("    no ./train-mpi or mpirun (scripts/install-deps.sh --mpi; make train-mpi)\n"), TEST_SKIPPED;
     int s2 = sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --batch 4 --json %s/two.json --save %s/two.ck", 2, dir, dir);
     int s1 = sh("./train " SHAPE "--steps 20 --batch 8 --json %s/one.json", dir);
     EXPECT(s2 == 0 && s1 == 0, "runs: exit %d and %d (%s)", s2, s1, out);
@@ -83,7 +83,7 @@ static int test_two_processes_one_step(void) {
 
 static int test_resume_other_process_count(void) {
     int fails = 0;
-    if (!have_mpi()) return printf("    SKIPPED: no ./train-mpi or mpirun\n"), 0;
+    if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
     int s = sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --stop-at 10 --batch 4 --save %s/half.ck", 2, dir);
     EXPECT(s == 0, "two processes, --stop-at 10: exit %d (%s)", s, out);
     s = sh("./train --resume %s/half.ck --save %s/half.ck --threads 1 --quiet --eval-tokens 2048 --json %s/resumed.json", dir, dir, dir);
@@ -99,7 +99,7 @@ static int test_resume_other_process_count(void) {
 
 static int test_dead_process_ends_the_job(void) {
     int fails = 0;
-    if (!have_mpi()) return printf("    SKIPPED: no ./train-mpi or mpirun\n"), 0;
+    if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
     setenv("PELAB_TEST_KILL_RANK", "1", 1);
     setenv("PELAB_TEST_KILL_AT", "25", 1);
     int s = sh(MPIRUN "./train-mpi " SHAPE "--steps 60 --batch 4 --save %s/dead.ck --save-every 10", 2, dir);

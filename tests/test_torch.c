@@ -31,8 +31,8 @@ static int test_torch_reference(void) {
     int fails = 0;
     const char *py = find_python();
     if (!py) {
-        printf("    SKIPPED: no python3 with torch (apt-get install python3-torch); the PyTorch comparison did not run\n");
-        return 0;
+        printf("    no python3 with torch (apt-get install python3-torch); the PyTorch comparison did not run\n");
+        return TEST_SKIPPED;
     }
     char dir[] = "/tmp/pelab-torch-XXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -129,8 +129,8 @@ static int test_torch_bench_mode(void) {
     int fails = 0;
     const char *py = find_python();
     if (!py) {
-        printf("    SKIPPED: no python3 with torch\n");
-        return 0;
+        printf("    no python3 with torch\n");
+        return TEST_SKIPPED;
     }
     char cmd[256], line[256];
     snprintf(cmd, sizeof cmd, "%s scripts/torch_ref.py --bench 16 16 1 2 8 2 1 1 2>&1", py);
