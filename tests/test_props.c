@@ -717,7 +717,30 @@ static int test_streaming_equals_full_matrix(void) {
     return fails;
 }
 
+// The composites are named, not derived from list positions: every relative
+// encoding appears in exactly one, each pairs an absolute encoding with a
+// relative one, and each is a model the trainer builds.
+static int test_composites_cover_each_relative_once(void) {
+    int fails = 0;
+    char buf[64];
+    for (int k = 0; k < pe_registry_count; k++) {
+        const pe_ops *o = pe_registry[k];
+        if (o->absolute || strcmp(o->name, "none") == 0) continue;
+        int seen = 0;
+        for (int i = 0; pe_composite(i, buf, sizeof buf); i++) {
+            const pe_ops *a, *r;
+            char err[256];
+            EXPECT(pe_parse_spec(buf, &a, &r, err, sizeof err) && a && r && a->absolute && !r->absolute,
+                   "composite %d '%s' is not absolute+relative: %s", i, buf, err);
+            if (pe_parse_spec(buf, &a, &r, err, sizeof err) && r == o) seen++;
+        }
+        EXPECT(seen == 1, "relative encoding %s is in %d composites (want 1)", o->name, seen);
+    }
+    return fails;
+}
+
 const test_case prop_tests[] = {
+    {"prop/composites_cover_each_relative_once", test_composites_cover_each_relative_once},
     {"prop/streaming_eval_equals_full_matrix", test_streaming_equals_full_matrix},
     {"prop/png_roundtrip_and_attention_picture", test_png_roundtrip},
     {"prop/causal_logits_ignore_future_every_encoding", test_causal_future_invariance},

@@ -130,8 +130,8 @@ struct pe {
 extern const pe_ops *const pe_registry[];
 extern const int pe_registry_count;
 // The i-th composite (from 0) into buf, e.g. "learned+rope": each relative
-// encoding with one absolute one, taking the absolute ones in turn from the
-// last; 0 past the end. The tests and experiments sweep these.
+// encoding once, with the absolute partner registry.c's PE_COMPOSITES names;
+// 0 past the end. The tests and experiments sweep these.
 int pe_composite(int i, char *buf, size_t cap);
 // Looks up an encoding by name; NULL when unknown.
 const pe_ops *pe_find(const char *name);
