@@ -107,6 +107,7 @@ typedef struct {
 typedef struct {
     eval_result ev[MAX_EVAL_CTX];
     int any_ok;
+    int failed;  // an evaluation's loss was not a number: the run exits non-zero
     int has_order, n_order;
     double order_acc;
     task_result task[TASK_MAX_TESTS + 1];  // the training sizes, then each --test-len range
@@ -136,7 +137,8 @@ static void check_paths(const options *o) {
     const struct {
         const char *path, *what;
         int output;
-    } f[] = {{strcmp(o->data, "cats") && strncmp(o->data, "task:", 5) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0}, {o->resume, "--resume", 0},
+    } f[] = {{strcmp(o->data, "cats") && strncmp(o->data, "task:", 5) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0},
+             {o->resume, "--resume", 0}, {o->init, "--init", 0},
              {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}};
     const int n = sizeof f / sizeof f[0];
     for (int i = 0; i < n; i++)
@@ -546,8 +548,9 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
             printf("eval ctx=%d loss=%.4f ppl=%.3f\n", L, ev->loss, ev->ppl);
             er->any_ok = 1;
         } else {
-            printf("eval ctx=%d refused\n", L);
+            printf("eval ctx=%d %s\n", L, ev->nonfinite ? "failed" : "refused");
             fprintf(stderr, "train: eval ctx=%d: %s\n", L, ev->err);
+            er->failed |= ev->nonfinite;
         }
     }
     if (r->d.kind == DATA_CATS) {
@@ -785,5 +788,5 @@ int main(int argc, char **argv) {
     evaluate(&o, &run, &er);
     if (dist_rank() == 0) report(&o, &run, &tr, &er);
     dist_finish();
-    return check_stdout(&o, er.any_ok ? 0 : EXIT_RUNTIME);
+    return check_stdout(&o, er.any_ok && !er.failed ? 0 : EXIT_RUNTIME);
 }

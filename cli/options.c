@@ -307,6 +307,12 @@ void options_parse(options *o, int argc, char **argv) {
             if (strcmp(opt->name, "help") == 0) options_usage(stdout);
             else if (strcmp(opt->name, "version") == 0) printf("pelab %s\n", PELAB_VERSION);
             else options_list_pe(stdout);
+            // what was asked for is the output: a full disk or a closed pipe is a failure
+            if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "train: cannot write --%s to standard output (%s)\n", opt->name,
+                        errno ? strerror(errno) : "write error");
+                exit(EXIT_RUNTIME);
+            }
             exit(0);
         }
         set_value(o, opt, optarg);

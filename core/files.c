@@ -1,6 +1,7 @@
 // files.c — see files.h.
 #include "files.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,11 @@
 #include <unistd.h>
 
 #include "common.h"
+
+// A temporary's name: the target's, this tag, the writer's PID, "." and
+// mkstemp's six characters. Distinct enough that no file of the user's
+// is taken for one.
+#define TMP_TAG ".pelab-tmp."
 
 static char *copy_string(const char *s) {
     size_t n = strlen(s) + 1;
@@ -69,7 +75,7 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
     if (!af->target) return -1;
     size_t n = strlen(af->target) + 48;
     af->tmp = xmalloc(n);
-    snprintf(af->tmp, n, "%s.tmp.%ld.XXXXXX", af->target, (long)getpid());
+    snprintf(af->tmp, n, "%s" TMP_TAG "%ld.XXXXXX", af->target, (long)getpid());
     int fd = mkstemp(af->tmp);  // O_CREAT|O_EXCL: never follows a planted link
     if (fd < 0) {
         snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
@@ -77,9 +83,14 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
         memset(af, 0, sizeof *af);
         return -1;
     }
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);  // as an ordinary create would (mkstemp makes 0600)
+    struct stat old;
+    if (stat(af->target, &old) == 0 && S_ISREG(old.st_mode)) {
+        fchmod(fd, old.st_mode & 07777);  // a replaced file keeps its mode (a 0600 checkpoint stays 0600)
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);  // as an ordinary create would (mkstemp makes 0600)
+    }
     af->f = fdopen(fd, "wb");
     if (!af->f) {
         snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
@@ -98,22 +109,36 @@ void atomic_abort(atomic_file *af) {
     memset(af, 0, sizeof *af);
 }
 
-// Removes temporaries "BASE.tmp.PID[.XXXXXX]" in dir that a killed writer
-// left behind: those whose process no longer exists. A live PID keeps its
-// file; stale files were never read, so this only tidies.
+// 1 when name is exactly what atomic_open makes for base: BASE TMP_TAG PID
+// "." and mkstemp's six letters or digits; *pid gets PID.
+static int is_own_temporary(const char *name, const char *base, long *pid) {
+    size_t blen = strlen(base), tlen = strlen(TMP_TAG);
+    if (strncmp(name, base, blen) != 0 || strncmp(name + blen, TMP_TAG, tlen) != 0) return 0;
+    const char *p = name + blen + tlen;
+    if (*p < '0' || *p > '9') return 0;
+    char *end;
+    *pid = strtol(p, &end, 10);
+    if (*end != '.' || strlen(end + 1) != 6) return 0;
+    for (const char *c = end + 1; *c; c++)
+        if (!isalnum((unsigned char)*c)) return 0;
+    return *pid > 0;
+}
+
+// Removes temporaries in dir that a killed writer left behind: only names of
+// exactly atomic_open's pattern, and only those whose process no longer
+// exists. A live PID keeps its file; any other file is never touched (a
+// corpus called "r.ck.tmp.99999.txt" is not pelab's). Stale files were
+// never read, so this only tidies.
 static void remove_stale_temporaries(const char *target, const char *dir) {
     const char *base = strrchr(target, '/');
     base = base ? base + 1 : target;
-    size_t blen = strlen(base);
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *name = e->d_name;
-        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0) continue;
-        char *end;
-        long pid = strtol(name + blen + 5, &end, 10);
-        if ((*end && *end != '.') || pid <= 0 || pid == (long)getpid()) continue;
+        long pid;
+        if (!is_own_temporary(name, base, &pid) || pid == (long)getpid()) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         size_t n = strlen(dir) + strlen(name) + 2;
         char *full = xmalloc(n);

@@ -69,9 +69,16 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
         snprintf(r->err, sizeof r->err, "no position of the validation windows at ctx=%d carries a target, so there is nothing to score; evaluate a longer length", L);
         return;
     }
+    double loss = sum / count;
+    if (!isfinite(loss)) {  // e.g. xPos's scales overflow a float far past their --xpos-scale-base
+        r->nonfinite = 1;
+        snprintf(r->err, sizeof r->err, "the loss at ctx=%d is not a number (%g): the model's scores overflow at this "
+                 "length, so there is no perplexity to report", L, loss);
+        return;
+    }
     r->ok = 1;
     r->tokens = (size_t)count;
-    r->loss = count ? sum / count : 0.0;
+    r->loss = loss;
     r->ppl = exp(r->loss);
     r->seconds = now_seconds() - t0;
 }

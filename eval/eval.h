@@ -8,7 +8,8 @@
 
 typedef struct {
     int L;
-    int ok;            // 0: refused, see err
+    int ok;            // 0: refused, or failed (nonfinite), see err
+    int nonfinite;     // the model's loss at this length is not a number: a failure, not a refusal
     double loss, ppl;
     size_t tokens;     // predicted tokens scored
     double seconds;
@@ -16,7 +17,8 @@ typedef struct {
 } eval_result;
 
 // Evaluates at length L over at most max_tokens; fills r (r->ok = 0 with
-// r->err when this length is refused).
+// r->err when this length is refused, and r->nonfinite too when the loss
+// came out NaN or infinite).
 void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r);
 // A task's accuracy at the sizes r: `count` instances from a fixed stream
 // (`stream` picks it), each right when every answer token is the argmax

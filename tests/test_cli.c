@@ -499,6 +499,44 @@ static int test_load_json_and_refusal(void) {
     return fails;
 }
 
+// An evaluation whose loss is not a number (xPos's scales overflow a float
+// far past a tiny --xpos-scale-base) is a failure: said, recorded in --json
+// as an error, and the exit status is 1 — never "loss=-nan" and 0.
+static int test_nonfinite_eval_fails(void) {
+    int fails = 0;
+    static char json[1 << 14];
+    int s = run_train(SMALL " --pe xpos --xpos-scale-base 1 --steps 2 --eval-ctx 16,512 --json {T}/nf.json");
+    slurp(tmp_path("nf.json"), json, sizeof json);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1, "exit %d, expected 1: %s", WEXITSTATUS(s), err_buf);
+    EXPECT(strstr(out_buf, "eval ctx=512 failed") && strstr(err_buf, "not a number"), "not said: %s %s", out_buf, err_buf);
+    EXPECT(!strstr(out_buf, "nan") && strstr(out_buf, "eval ctx=16 loss="), "%s", out_buf);
+    EXPECT(strstr(json, "\"ctx\": 512, \"error\": \"the loss at ctx=512 is not a number"), "json: %.600s", json);
+    return fails;
+}
+
+// A file pelab replaces keeps its mode: a checkpoint or JSON the user made
+// private (0600) stays private, one made group-readable stays so.
+static int test_replaced_files_keep_their_mode(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    const char *outs[][2] = {{"m.ck", "--save"}, {"m.json", "--json"}};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            mode_t want = k ? 0640 : 0600;
+            write_file(tmp_path(outs[i][0]), "x", 1);
+            chmod(tmp_path(outs[i][0]), want);
+            char a[256];
+            snprintf(a, sizeof a, SMALL " --steps 2 %s {T}/%s", outs[i][1], outs[i][0]);
+            int s = run_train(a);
+            struct stat st;
+            EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && stat(tmp_path(outs[i][0]), &st) == 0 &&
+                       (st.st_mode & 07777) == want && st.st_size > 1,
+                   "%s over a %03o file: mode %03o, exit %d: %s", outs[i][1], (unsigned)want,
+                   (unsigned)(st.st_mode & 07777), WEXITSTATUS(s), err_buf);
+        }
+    return fails;
+}
+
 // --until-solved (README "Order"): on cats training stops at the first
 // --eval-every point where order_acc reaches the threshold, and --json says
 // at which step; a run that reaches --steps first is recorded as censored.
@@ -812,22 +850,29 @@ static int test_kill_during_save(void) {
     pid_t gone = fork();
     if (gone == 0) _exit(0);
     waitpid(gone, NULL, 0);
-    char stale[64], live[64];
-    snprintf(stale, sizeof stale, "kill.ck.tmp.%ld", (long)gone);
-    snprintf(live, sizeof live, "kill.ck.tmp.%ld", (long)getpid());
-    char stale_path[512], live_path[512];
+    // Files of the user's that merely look like one (the round-3 repro: a
+    // corpus named r.ck.tmp.<dead pid>.txt) are never touched.
+    char stale[64], live[64], user1[64], user2[64];
+    snprintf(stale, sizeof stale, "kill.ck.pelab-tmp.%ld.a1B2c3", (long)gone);
+    snprintf(live, sizeof live, "kill.ck.pelab-tmp.%ld.a1B2c3", (long)getpid());
+    snprintf(user1, sizeof user1, "kill.ck.tmp.%ld.txt", (long)gone);
+    snprintf(user2, sizeof user2, "kill.ck.pelab-tmp.%ld.notes.txt", (long)gone);
+    char stale_path[512], live_path[512], user1_path[512], user2_path[512];
     snprintf(stale_path, sizeof stale_path, "%s", tmp_path(stale));
     snprintf(live_path, sizeof live_path, "%s", tmp_path(live));
-    fclose(fopen(stale_path, "w"));
-    fclose(fopen(live_path, "w"));
+    snprintf(user1_path, sizeof user1_path, "%s", tmp_path(user1));
+    snprintf(user2_path, sizeof user2_path, "%s", tmp_path(user2));
+    const char *planted[] = {stale_path, live_path, user1_path, user2_path};
+    for (int i = 0; i < 4; i++) fclose(fopen(planted[i], "w"));
     int s = run_train(SMALL " --steps 2 --save {T}/kill.ck");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "saving run: %s", err_buf);
     EXPECT(access(stale_path, F_OK) != 0, "%s was not removed", stale);
     EXPECT(access(live_path, F_OK) == 0, "%s (a live process's) was removed", live);
-    unlink(live_path);
+    EXPECT(access(user1_path, F_OK) == 0 && access(user2_path, F_OK) == 0, "a file of the user's was removed");
+    unlink(live_path), unlink(user1_path), unlink(user2_path);
     int left = 0;
     DIR *d = opendir(tmp_path(""));
-    for (struct dirent *e; d && (e = readdir(d));) left += strncmp(e->d_name, "kill.ck.tmp.", 12) == 0;
+    for (struct dirent *e; d && (e = readdir(d));) left += strncmp(e->d_name, "kill.ck.pelab-tmp.", 18) == 0;
     if (d) closedir(d);
     EXPECT(left == 0, "%d temporary files left after the next save", left);
     return fails;
@@ -891,6 +936,16 @@ static int test_outputs_never_overwrite_inputs(void) {
     }
     s = run_train("--quiet --threads 2 --load {T}/g.ck --json {T}/g.ck");
     EXPECT_EXIT(s, 2, "--load g.ck --json g.ck exited %d", WEXITSTATUS(s));
+    long base = file_size(tmp_path("g.ck"));
+    static const char *const init_cases[] = {"--json {T}/g.ck", "--save {T}/g.ck", "--attn-png {T}/g.ck"};
+    for (size_t i = 0; i < sizeof init_cases / sizeof init_cases[0]; i++) {  // --init is an input like the others
+        char a[512];
+        snprintf(a, sizeof a, "--quiet --threads 2 --init {T}/g.ck --steps 2 %s", init_cases[i]);
+        s = run_train(a);
+        EXPECT_EXIT(s, 2, "'--init g.ck %s' exited %d, expected 2: %s", init_cases[i], WEXITSTATUS(s), err_buf);
+        EXPECT(strstr(err_buf, "same file"), "'--init g.ck %s': %s", init_cases[i], err_buf);
+    }
+    EXPECT(file_size(tmp_path("g.ck")) == base, "a refused --init run changed the base checkpoint");
     EXPECT(file_size(tmp_path("c.txt")) == 3000 && access(tmp_path("o.ck"), F_OK) != 0, "a refused run wrote a file");
     return fails;
 }
@@ -957,6 +1012,12 @@ static int test_stdout_failures(void) {
     int s = run_train(SMALL " --steps 2");
     EXPECT_EXIT(s, 1, ">/dev/full exited %d", WEXITSTATUS(s));
     EXPECT(strstr(err_buf, "standard output"), "stderr: %s", err_buf);
+    static const char *const actions[] = {"--help", "--version", "--list-pe"};
+    for (int i = 0; i < 3; i++) {  // what was asked for is lost: not a success
+        s = run_train(actions[i]);
+        EXPECT_EXIT(s, 1, "%s >/dev/full exited %d", actions[i], WEXITSTATUS(s));
+        EXPECT(strstr(err_buf, "standard output"), "%s: stderr: %s", actions[i], err_buf);
+    }
     child_stdout = "closed-pipe";
     s = run_train("--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --threads 2 --steps 30 --log-every 1 --save {T}/pipe.ck");
     child_stdout = NULL;
@@ -1217,6 +1278,8 @@ const test_case cli_tests[] = {
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
     {"cli/until_solved", test_until_solved},
+    {"cli/nonfinite_eval_fails", test_nonfinite_eval_fails},
+    {"cli/replaced_files_keep_their_mode", test_replaced_files_keep_their_mode},
     {"cli/text_file", test_text_file},
     {"cli/init_fine_tunes", test_init_fine_tunes},
     {"cli/rand_pos", test_rand_pos},
