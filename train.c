@@ -25,11 +25,16 @@
 // SIGINT, SIGTERM and SIGHUP (a closed terminal): the first one lets the
 // current step (or the save under way) finish, then the run saves (with
 // --save) and exits 128+signal; a second one exits at once. A checkpoint is
-// only ever replaced by rename, so neither can corrupt it. SIGPIPE is
-// ignored: a closed stdout (./train | head) makes printing fail, not the run;
-// training and saving go on, and the exit status is 1 (see check_stdout).
+// only ever replaced by rename, so neither can corrupt it. A signal the
+// parent set to be ignored (nohup, a script's background job) stays ignored.
+// SIGPIPE is ignored: a closed stdout (./train | head) makes printing fail,
+// not the run; training and saving go on, and the exit status is 1 (see
+// check_stdout). SIGXFSZ is ignored: a file past `ulimit -f` fails to write
+// (EFBIG) like a full disk, and the save reports it and removes its
+// temporary, instead of the signal killing the process mid-save.
 static volatile sig_atomic_t stop_signal = 0;
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static int ignored_at_start[3];  // the parent's SIG_IGN, per stop_signals entry
 
 static void on_signal(int sig) {
     if (stop_signal) _exit(128 + sig);
@@ -47,17 +52,22 @@ static void install_signal_handlers(void) {
     sigset_t set;
     sigemptyset(&set);
     for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
-        sigaction(stop_signals[i], &sa, NULL);
+        struct sigaction was;
+        sigaction(stop_signals[i], NULL, &was);
+        ignored_at_start[i] = was.sa_handler == SIG_IGN;
+        if (!ignored_at_start[i]) sigaction(stop_signals[i], &sa, NULL);
         sigaddset(&set, stop_signals[i]);
     }
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
     // a parent may hand them down blocked (some shells do for background jobs)
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 // After training nothing is left to save: a signal ends the program at once.
 static void default_signal_handlers(void) {
-    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) signal(stop_signals[i], SIG_DFL);
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+        signal(stop_signals[i], ignored_at_start[i] ? SIG_IGN : SIG_DFL);
 }
 
 // One point of the learning curve (--eval-every).
@@ -159,7 +169,12 @@ static void check_paths(const options *o) {
 
 // --sample's model and prompt, checked before the first step.
 static void check_sampling(const options *o, const run_t *r) {
-    if (!o->sample) return;
+    if (!o->sample) {  // they shape the sample's text: without one they would be ignored
+        if (options_given(o, "prompt") || options_given(o, "temperature"))
+            die_usage("--%s shapes the text --sample N generates; give --sample N too, or leave it out",
+                      options_given(o, "prompt") ? "prompt" : "temperature");
+        return;
+    }
     if (!r->m.cfg.causal) die_usage("--sample needs a causal model (--attn causal); this one is bidirectional");
     const char *prompt = o->prompt ? o->prompt : data_default_prompt(&r->d);
     if (!prompt) die_usage("--sample with --data %s needs --prompt, a question such as '3141|'", o->data);
@@ -195,6 +210,10 @@ static void load_checkpoint(options *o, run_t *r) {
         o->batch = st->batch / dist_size(), o->warmup = st->warmup, o->lr = st->lr, o->wd = st->wd, o->clip = st->clip;
         o->seed = (long)st->seed;
         if (!options_given(o, "steps")) o->steps = st->steps;
+        else if (o->steps < st->step)
+            die_usage("--resume %s: the run has done %lld steps, so --steps %ld would train none and shorten its "
+                      "schedule; give --steps %lld or more, or leave it out (the file's %lld)", o->resume,
+                      (long long)st->step, o->steps, (long long)st->step, (long long)st->steps);
         r->start_step = st->step;
         char why[256];  // a file can hold values the command line would refuse
         if (!options_validate(o, why, sizeof why))
@@ -344,7 +363,11 @@ static void resolve_run(options *o, run_t *r) {
     if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))
         die_usage("--stop-at %ld ends the run before its evaluation, so --json, --attn-png, --sample and --eval-ctx would "
                   "do nothing; give them when you --resume", o->stop_at);
-    if (o->warmup > o->steps && o->steps > 0 && !from) o->warmup = o->steps;
+    if (o->warmup > o->steps && o->steps > 0 && !from) {  // the default adapts to a short run; a value given does not
+        if (options_given(o, "warmup"))
+            die_usage("--warmup %ld is longer than --steps %ld; give a --warmup of at most %ld", o->warmup, o->steps, o->steps);
+        o->warmup = o->steps;
+    }
     if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
 }
 
@@ -768,7 +791,7 @@ static void print_header(const options *o, const run_t *r) {
 }
 
 int main(int argc, char **argv) {
-    startup_blas_kernel(argv);
+    startup_environment(argv);
     dist_init(&argc, &argv);
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) die_runtime("cannot silence process %d's output", dist_rank());
     options o;

@@ -13,33 +13,45 @@
 #include <omp.h>
 #endif
 
-int startup_blas_kernel(char **argv) {
-    // OpenBLAS 0.3.21 (Debian 12) does not recognise some current Xeons (a
-    // VM's generic "Intel Xeon Processor") and falls back to its Prescott
-    // (SSE3) kernels, several times slower than the AVX2/AVX-512 ones the
-    // CPU can run. The kernel is chosen when the library loads, from
-    // OPENBLAS_CORETYPE, so the only fix is to set it and start again. A
-    // user's own OPENBLAS_CORETYPE is always respected.
-    if (getenv("OPENBLAS_CORETYPE") || getenv("PELAB_BLAS_CHECKED")) return 0;
-    setenv("PELAB_BLAS_CHECKED", "1", 1);
+// OpenBLAS 0.3.21 (Debian 12) does not recognise some current Xeons (a VM's
+// generic "Intel Xeon Processor") and falls back to its Prescott (SSE3)
+// kernels, several times slower than the AVX2/AVX-512 ones the CPU can run.
+// The best kernel the CPU supports, or NULL when OpenBLAS chose well.
+static const char *better_blas_kernel(void) {
     const char *core = openblas_get_corename();
-    if (!core || strcasecmp(core, "prescott") != 0) return 0;
-    const char *pick = NULL;
+    if (!core || strcasecmp(core, "prescott") != 0) return NULL;
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-        pick = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        pick = "Haswell";
-    if (!pick || !argv) return 0;
-    setenv("OPENBLAS_CORETYPE", pick, 1);
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+    return NULL;
+}
+
+int startup_environment(char **argv) {
+    // Both libraries read these when they load, before main: the only way
+    // to set them is to set them and start again, once (PELAB_ENV_SET).
+    // A user's own OPENBLAS_CORETYPE or OMP_WAIT_POLICY is always respected.
+    if (getenv("PELAB_ENV_SET")) return 0;
+    setenv("PELAB_ENV_SET", "1", 1);
+    int again = 0;
+#ifdef _OPENMP
+    // libgomp's default spins idle threads for a while at every barrier; on
+    // a machine whose cores other processes also use, the spinning threads
+    // and the others slow each other many times over (README "Threads").
+    // Passive threads sleep at once. Results do not change: only waiting.
+    if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1), again = 1;
+#endif
+    const char *pick = getenv("OPENBLAS_CORETYPE") ? NULL : better_blas_kernel();
+    if (pick) setenv("OPENBLAS_CORETYPE", pick, 1), again = 1;
+    if (!again || !argv) return 0;
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {
         self[n] = '\0';
         execv(self, argv);  // by its own name, so ps and top still say "train"
     }
-    unsetenv("OPENBLAS_CORETYPE");  // exec failed: carry on with Prescott
+    if (pick) unsetenv("OPENBLAS_CORETYPE");  // exec failed: carry on as loaded
     return -1;
 }
 

@@ -3,10 +3,12 @@
 #ifndef PELAB_STARTUP_H
 #define PELAB_STARTUP_H
 
-// When OpenBLAS fell back to its slowest kernels on a CPU it does not know,
-// restarts the program (execv of argv) with OPENBLAS_CORETYPE set to the
-// best kernel the CPU supports. Call first thing in main.
-int startup_blas_kernel(char **argv);
+// Settings the libraries read when they load: OpenMP's idle threads sleep
+// (OMP_WAIT_POLICY=PASSIVE) unless the user chose a policy, and when
+// OpenBLAS fell back to its slowest kernels on a CPU it does not know,
+// OPENBLAS_CORETYPE names the best kernel the CPU supports. When either must
+// be set, restarts the program once (execv of argv). Call first thing in main.
+int startup_environment(char **argv);
 
 // Sets the OpenMP thread count and holds OpenBLAS to one thread: every
 // parallel loop in pelab is OpenMP's.

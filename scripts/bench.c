@@ -231,7 +231,7 @@ static double torch_tokens_per_s(int steps, int threads) {
 }
 
 int main(int argc, char **argv) {
-    startup_blas_kernel(argv);
+    startup_environment(argv);
     bench_opts o = {10, 2, 1, 1, "rope", "results/bench.md"};
     const char *child = NULL;
     for (int i = 1; i < argc; i++) {

@@ -21,6 +21,7 @@ static int child_signal_after_ms;    // > 0: send child_signal that long after s
 static int child_signal = SIGINT;
 static const char *child_stdout;     // stdout to this file instead ("/dev/full"), or "closed-pipe"
 static long child_fsize;             // > 0: RLIMIT_FSIZE, a disk that fills up at this many bytes a file
+static int child_ignores_hup;        // start the child with SIGHUP and SIGINT ignored, as nohup does
 static int child_as_nobody;          // run as uid/gid 65534 (when the tests run as root)
 static char out_buf[1 << 16], err_buf[1 << 16];
 
@@ -84,13 +85,15 @@ static int run_train(const char *args) {
         }
         dup2(o, 1), dup2(e, 2);
         if (child_env) putenv((char *)child_env);
+        if (child_ignores_hup) signal(SIGHUP, SIG_IGN), signal(SIGINT, SIG_IGN);
         if (child_fsize > 0) {
             struct rlimit rl = {(rlim_t)child_fsize, (rlim_t)child_fsize};
             setrlimit(RLIMIT_FSIZE, &rl);
-            signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG, like a full disk
         }
         if (child_as_nobody && getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(126);
-        alarm(120);  // a run that hangs is killed (and the test fails) rather than hanging the suite
+        // a hang guard, not a time limit: the slowest run here takes seconds on an idle machine, so 20
+        // minutes is far past what a loaded machine needs; a run that truly hangs fails the test
+        alarm(1200);
         execv("./train", argv);
         _exit(127);
     }
@@ -238,6 +241,10 @@ static int test_bad_input_table(void) {
         {"--save-every 5", 2, "--save"},
         {"--load {T}/good.ck --resume {T}/good.ck", 2, "--load"},
         {"--attn bidir --sample 5", 2, "--sample"},
+        {"--prompt the", 2, "--sample"},
+        {"--temperature 0.5", 2, "--sample"},
+        {"--warmup 500", 2, "--warmup 500 is longer than --steps 2"},
+        {"--resume {T}/good.ck --steps 1", 2, "has done 3 steps"},
         {"--data {T}/nonexistent.txt", 1, "nonexistent.txt"},
         {"--data {T}/adir", 1, "directory"},
         {"--data {T}/empty.txt", 1, "empty"},
@@ -379,7 +386,7 @@ static int test_v1_checkpoints_still_load(void) {
         double resumed = -1, fresh = -2;
         if ((l = strstr(out_buf, "eval ctx=16 loss="))) sscanf(l, "eval ctx=16 loss=%lf", &resumed);
         snprintf(a, sizeof a,
-                 "--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --quiet --threads 1 --seed 5 --lr 6e-3 --warmup 100 --pe %s --steps 20",
+                 "--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --quiet --threads 1 --seed 5 --lr 6e-3 --warmup 20 --pe %s --steps 20",
                  pes[i]);
         s = run_train(a);
         if ((l = strstr(out_buf, "eval ctx=16 loss="))) sscanf(l, "eval ctx=16 loss=%lf", &fresh);
@@ -694,7 +701,7 @@ static int test_task_copy_learned(void) {
     EXPECT(loss < 0.3, "final training loss %.3f (log 20 = 3.0 at the start)", loss);
     EXPECT(strstr(json, "\"task\": [{\"len\": \"1-5\", \"lo\": 1, \"hi\": 5, \"train\": true, \"acc\": "),
            "--json lacks the task results: %.400s", json);
-    snprintf(a, sizeof a, "%s --steps 5 --pe learned --json {T}/task.json", base);
+    snprintf(a, sizeof a, "%s --steps 5 --warmup 5 --pe learned --json {T}/task.json", base);
     s = run_train(a);
     slurp(tmp_path("task.json"), json, sizeof json);
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "task=copy len=6-10 refused") &&
@@ -1041,6 +1048,13 @@ static int test_signals_at_the_wrong_moment(void) {
     child_signal = SIGINT, child_signal_after_ms = 0, child_env = NULL;
     EXPECT_EXIT(s, 129, "SIGHUP: exit %d (signal %d)", WEXITSTATUS(s), WIFSIGNALED(s) ? WTERMSIG(s) : 0);
     EXPECT(strstr(out_buf, "interrupted by SIGHUP"), "stdout: %s", out_buf);
+    // under nohup (SIGHUP ignored by the parent) a hang-up does not stop the run
+    child_env = "PELAB_TEST_STEP_SLEEP_MS=5", child_ignores_hup = 1;
+    child_signal = SIGHUP, child_signal_after_ms = 300;
+    s = run_train("--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --quiet --threads 2 --steps 200 --save {T}/nohup.ck");
+    child_signal = SIGINT, child_signal_after_ms = 0, child_env = NULL, child_ignores_hup = 0;
+    EXPECT_EXIT(s, 0, "SIGHUP under nohup: exit %d (signal %d): %s", WEXITSTATUS(s), WIFSIGNALED(s) ? WTERMSIG(s) : 0, out_buf);
+    EXPECT(!strstr(out_buf, "interrupted"), "a run under nohup stopped at SIGHUP: %s", out_buf);
     s = run_train("--quiet --threads 2 --load {T}/hup.ck");
     EXPECT_EXIT(s, 0, "the SIGHUP checkpoint does not load: %s", err_buf);
     // the final save happened: the checkpoint is at the last step

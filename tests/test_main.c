@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
                "(PyTorch, MPI) says so and counts as skipped.\n");
         return 0;
     }
-    startup_blas_kernel(argv);
+    startup_environment(argv);
     const char *filter = argc > 1 ? argv[1] : NULL;
     list_test_encodings();
     startup_threads(2);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# scripts/same-bits.sh OLD_TRAIN NEW_TRAIN — do two builds of ./train give the
+# same bits? Runs the same small runs with each (every encoding on cats in
+# both modes it allows, a text corpus evaluated at several lengths with and
+# without RoPE's extensions, a task, a fine-tune with --init, a run resumed
+# from --stop-at) and compares their checkpoints byte for byte and their
+# --json results with the timing fields removed. Exit 0 when every pair is
+# identical. After a change to the C source that should leave results alone
+# (a refactor, a new option), this is the evidence `lab/run DIR --touch`
+# needs (README "Experiments: the workflow").
+set -uo pipefail
+[ $# -eq 2 ] || { echo "usage: scripts/same-bits.sh OLD_TRAIN NEW_TRAIN" >&2; exit 2; }
+old=$(realpath "$1") new=$(realpath "$2")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+text=/usr/share/common-licenses/GPL-3
+small="--d-model 32 --layers 2 --heads 2 --threads 1 --quiet --warmup 20"  # past the warmup: the whole schedule runs
+runs=()
+for pe in $("$new" --list-pe | awk '$2 != "composite" {print $1}') learned+rope sinusoidal+fire; do
+  runs+=("cats.$pe.causal|$small --pe $pe --steps 120 --eval-every 40")
+  "$new" $small --pe "$pe" --attn bidir --steps 0 > /dev/null 2>&1 && runs+=("cats.$pe.bidir|$small --pe $pe --attn bidir --steps 120 --eval-every 40")
+done
+for pe in sinusoidal rope alibi xpos fire cope; do
+  runs+=("text.$pe|$small --pe $pe --data $text --ctx 32 --steps 80 --eval-ctx 32,64,128 --eval-tokens 2048")
+done
+runs+=("task.sort|$small --pe rope --data task:sort --steps 80 --task-eval 50")
+runs+=("randpos|$small --pe rope --data $text --ctx 32 --rand-pos 128 --steps 60 --eval-ctx 32,128 --eval-tokens 1024")
+fails=0 n=0
+for b in old new; do
+  bin=${!b}
+  mkdir -p "$dir/$b"
+  for r in "${runs[@]}"; do
+    name=${r%%|*} args=${r#*|}
+    (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" $args --seed 3 --save "$name.ck" --json "$name.json" > "$name.out" 2>&1)
+  done
+  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" $small --pe rope --data "$text" --ctx 32 --steps 60 --stop-at 30 \
+     --seed 3 --save resumed.ck > /dev/null 2>&1 && OPENBLAS_CORETYPE=Haswell "$bin" --resume resumed.ck --threads 1 \
+     --quiet --save resumed.ck --json resumed.json > /dev/null 2>&1)
+  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" --init text.rope.ck --ctx 64 --steps 20 --rope-scale yarn \
+     --data "$text" --threads 1 --quiet --eval-ctx 64,128 --eval-tokens 1024 --save ft.ck --json ft.json > /dev/null 2>&1)
+done
+strip() {  # the --json without what depends on the clock, the machine's load or the path given
+  /usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("tokens_per_s", "seconds", "peak_rss_mib", "allreduce_seconds"): d.get("train", {}).pop(k, None)
+for k in ("save", "json", "threads"): d.get("config", {}).pop(k, None)
+print(json.dumps(d, sort_keys=True))' "$1"
+}
+for f in "$dir"/new/*.ck; do
+  name=$(basename "$f" .ck) n=$((n + 1))
+  if ! cmp -s "$dir/old/$name.ck" "$f"; then echo "DIFFER $name.ck"; fails=$((fails + 1)); continue; fi
+  if [ -f "$dir/new/$name.json" ] && ! cmp -s <(strip "$dir/old/$name.json") <(strip "$dir/new/$name.json"); then
+    echo "DIFFER $name.json (the checkpoints are the same)"; diff <(strip "$dir/old/$name.json" | tr ',' '\n') \
+      <(strip "$dir/new/$name.json" | tr ',' '\n') | head -6
+    fails=$((fails + 1))
+  fi
+done
+echo "$n runs compared: $((n - fails)) identical, $fails differ"
+[ "$n" -gt 0 ] && [ "$fails" -eq 0 ]
