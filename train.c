@@ -321,6 +321,41 @@ static void resolve_until_solved(options *o, const run_t *r, int from) {
                   "to train every step");
 }
 
+// Tokens of validation scored for each point of the learning curve: enough
+// for a steady number, a small share of a step's cost at the defaults.
+#define CURVE_EVAL_TOKENS 4096
+#define CURVE_TASK_INSTANCES 200  // and task instances of the training sizes
+
+// 0 with why filled when evaluation at length L can never run for this model
+// and data, whatever the machine: past the positions the model has, or no
+// validation window of that length (eval_perplexity refuses the same).
+static int evaluation_possible(const run_t *r, int L, size_t tokens, char *why, size_t cap) {
+    if (L > model_max_eval_ctx(&r->m)) {
+        snprintf(why, cap, "--pe %s has no positions past %d", r->m.cfg.pe, model_max_eval_ctx(&r->m));
+        return 0;
+    }
+    return data_eval_windows(&r->d, L, tokens, why, cap) > 0;
+}
+
+// Before the first step, what the evaluation after it will refuse: a
+// length that can never run is said now (the others still run, and the
+// refusal is recorded as before); a run where none can, or whose learning
+// curve (--eval-every, at the training ctx) has no window, is refused.
+static void check_evaluations(const options *o, const run_t *r) {
+    char why[512];
+    int runnable = 0;
+    for (int i = 0; i < o->eval_ctx.n; i++) {
+        if (evaluation_possible(r, o->eval_ctx.v[i], (size_t)o->eval_tokens, why, sizeof why)) runnable++;
+        else if (dist_rank() == 0)
+            fprintf(stderr, "train: --eval-ctx %d will be refused after training: %s\n", o->eval_ctx.v[i], why);
+    }
+    if (!runnable)
+        die_usage("no length of --eval-ctx can be evaluated for this model and data (%s); give one that can", why);
+    if (o->eval_every && !o->load && !evaluation_possible(r, (int)o->ctx, CURVE_EVAL_TOKENS, why, sizeof why))
+        die_usage("--eval-every measures the validation loss at the training ctx %ld, which cannot be evaluated (%s); "
+                  "leave --eval-every out", o->ctx, why);
+}
+
 // Resolves the run: the model (new or from a checkpoint), the data, and
 // every check that can be made before the first step.
 static void resolve_run(options *o, run_t *r) {
@@ -369,6 +404,7 @@ static void resolve_run(options *o, run_t *r) {
         o->warmup = o->steps;
     }
     if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
+    if (!(o->stop_at && o->stop_at < o->steps)) check_evaluations(o, r);
 }
 
 static void write_checkpoint(const options *o, const run_t *r, long step);
@@ -411,10 +447,6 @@ static void stop_for_signal(const options *o, const run_t *r, long step) {
     exit(128 + sig);  // run_release frees the run
 }
 
-// Tokens of validation scored for each point of the learning curve: enough
-// for a steady number, a small share of a step's cost at the defaults.
-#define CURVE_EVAL_TOKENS 4096
-#define CURVE_TASK_INSTANCES 200  // and task instances of the training sizes
 
 // A point of the learning curve after `step`: validation loss at the
 // training ctx, and the order probe on cats.

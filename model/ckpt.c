@@ -127,6 +127,14 @@ static int parse_num(const char *s, double lo, double hi, double *out) {
     return 1;
 }
 
+// A whole number in [lo, hi]: "16.5" or "1e3" is not one (a count or a
+// length written as a fraction is a corrupt file, not one to round).
+static int parse_int(const char *s, double lo, double hi, double *out) {
+    for (const char *p = *s == '-' ? s + 1 : s; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return parse_num(s, lo, hi, out);
+}
+
 static int parse_u64(const char *s, uint64_t *out) {
     char *end;
     errno = 0;
@@ -165,7 +173,7 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
         double v;
         if (strcmp(key, "base_ctx") == 0 || strcmp(key, "rand_pos") == 0) {  // optional: fine-tuned, --rand-pos models
             int *field = key[0] == 'b' ? &c->base_ctx : &c->rand_pos;
-            if (*field || !parse_num(val, 1, 1 << 20, &v)) {
+            if (*field || !parse_int(val, 1, 1 << 20, &v)) {
                 snprintf(err, errlen, "bad settings value '%.40s=%.60s'", key, val);
                 return 0;
             }
@@ -190,15 +198,15 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
         switch (k) {
         case K_PE: ok = strlen(val) < sizeof c->pe; snprintf(c->pe, sizeof c->pe, "%s", val); break;
         case K_ATTN: ok = !strcmp(val, "causal") || !strcmp(val, "bidir"); c->causal = !strcmp(val, "causal"); break;
-        case K_VOCAB: ok = parse_num(val, 2, 1 << 30, &v); c->vocab = (int)v; break;
-        case K_CTX: ok = parse_num(val, 1, 1 << 20, &v); c->ctx = (int)v; break;
-        case K_D: ok = parse_num(val, 1, 1 << 14, &v); c->d_model = (int)v; break;
-        case K_LAYERS: ok = parse_num(val, 1, 256, &v); c->layers = (int)v; break;
-        case K_HEADS: ok = parse_num(val, 1, 1 << 14, &v); c->heads = (int)v; break;
-        case K_STEP: ok = parse_num(val, 0, 1e15, &v); st->step = (int64_t)v; break;
-        case K_STEPS: ok = parse_num(val, 0, 1e15, &v); st->steps = (int64_t)v; break;
-        case K_BATCH: ok = parse_num(val, 1, 1 << 16, &v); st->batch = (int32_t)v; break;
-        case K_WARMUP: ok = parse_num(val, 0, 2147483647.0, &v); st->warmup = (int32_t)v; break;
+        case K_VOCAB: ok = parse_int(val, 2, 1 << 30, &v); c->vocab = (int)v; break;
+        case K_CTX: ok = parse_int(val, 1, 1 << 20, &v); c->ctx = (int)v; break;
+        case K_D: ok = parse_int(val, 1, 1 << 14, &v); c->d_model = (int)v; break;
+        case K_LAYERS: ok = parse_int(val, 1, 256, &v); c->layers = (int)v; break;
+        case K_HEADS: ok = parse_int(val, 1, 1 << 14, &v); c->heads = (int)v; break;
+        case K_STEP: ok = parse_int(val, 0, 1e15, &v); st->step = (int64_t)v; break;
+        case K_STEPS: ok = parse_int(val, 0, 1e15, &v); st->steps = (int64_t)v; break;
+        case K_BATCH: ok = parse_int(val, 1, 1 << 16, &v); st->batch = (int32_t)v; break;
+        case K_WARMUP: ok = parse_int(val, 0, 2147483647.0, &v); st->warmup = (int32_t)v; break;
         case K_LR: ok = parse_num(val, 0, 10, &v); st->lr = (float)v; break;
         case K_WD: ok = parse_num(val, 0, 10, &v); st->wd = (float)v; break;
         case K_CLIP: ok = parse_num(val, 0, 1e9, &v); st->clip = (float)v; break;
@@ -228,6 +236,7 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
                 st->data[o++] = ch;
             }
             st->data[o] = '\0';
+            ok = ok && o > 0;  // a run always names its data
             break;
         }
         }
@@ -241,6 +250,11 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
             snprintf(err, errlen, "its settings lack '%s'", keys[k]);
             return 0;
         }
+    if (st->step > st->steps) {
+        snprintf(err, errlen, "its step (%lld) is past the end of its schedule (steps=%lld)", (long long)st->step,
+                 (long long)st->steps);
+        return 0;
+    }
     st->data_known = 1;
     return 1;
 }

@@ -521,6 +521,29 @@ static int test_nonfinite_eval_fails(void) {
     return fails;
 }
 
+// What the evaluation after training will refuse is said before training:
+// a length a learned table cannot reach (the others still run), and a run
+// where no length or no learning-curve window can be evaluated is refused
+// before the first step (nothing is saved).
+static int test_evaluations_checked_before_training(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    int s = run_train(SMALL " --steps 3 --pe learned --eval-ctx 16,32");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(err_buf, "--eval-ctx 32 will be refused after training") &&
+               strstr(out_buf, "eval ctx=16 loss="), "learned at 32: exit %d: %s", WEXITSTATUS(s), err_buf);
+    char tiny[150];
+    for (int i = 0; i < 150; i++) tiny[i] = "the quick brown fox\n"[i % 20];
+    write_file(tmp_path("tiny.txt"), tiny, sizeof tiny);   // a validation split of 15 bytes: no window of 16
+    const char *cases[] = {SMALL " --steps 3 --data {T}/tiny.txt --save {T}/tiny.ck",
+                           SMALL " --steps 3 --data {T}/tiny.txt --eval-ctx 16 --eval-every 1 --save {T}/tiny.ck"};
+    for (int i = 0; i < 2; i++) {
+        s = run_train(cases[i]);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2, "'%s' exited %d: %s", cases[i], WEXITSTATUS(s), err_buf);
+        EXPECT(strstr(err_buf, "can be evaluated") && access(tmp_path("tiny.ck"), F_OK) != 0, "'%s': %s", cases[i], err_buf);
+    }
+    return fails;
+}
+
 // A file pelab replaces keeps its mode: a checkpoint or JSON the user made
 // private (0600) stays private, one made group-readable stays so.
 static int test_replaced_files_keep_their_mode(void) {
@@ -1123,7 +1146,8 @@ static void rewrite_settings(const char *path, const char *out, const char *key,
 static int test_checkpoints_that_lie(void) {
     int fails = 0;
     int s = run_train(SMALL " --steps 3 --save {T}/ok.ck");
-    static const char *const lies[][2] = {{"lr", "-1"}, {"clip", "nan"}, {"wd", "1e30"}, {"batch", "0"}, {"ctx", "0"}};
+    static const char *const lies[][2] = {{"lr", "-1"}, {"clip", "nan"}, {"wd", "1e30"}, {"batch", "0"}, {"ctx", "0"},
+                                          {"ctx", "16.5"}, {"steps", "2"}, {"data", ""}, {"batch", "4e0"}};
     for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
         rewrite_settings(tmp_path("ok.ck"), tmp_path("lie.ck"), lies[i][0], lies[i][1]);
         s = run_train("--quiet --threads 2 --resume {T}/lie.ck");
@@ -1294,6 +1318,7 @@ const test_case cli_tests[] = {
     {"cli/until_solved", test_until_solved},
     {"cli/nonfinite_eval_fails", test_nonfinite_eval_fails},
     {"cli/replaced_files_keep_their_mode", test_replaced_files_keep_their_mode},
+    {"cli/evaluations_checked_before_training", test_evaluations_checked_before_training},
     {"cli/text_file", test_text_file},
     {"cli/init_fine_tunes", test_init_fine_tunes},
     {"cli/rand_pos", test_rand_pos},
