@@ -347,7 +347,7 @@ static void check_evaluations(const options *o, const run_t *r) {
     for (int i = 0; i < o->eval_ctx.n; i++) {
         if (evaluation_possible(r, o->eval_ctx.v[i], (size_t)o->eval_tokens, why, sizeof why)) runnable++;
         else if (dist_rank() == 0)
-            fprintf(stderr, "train: --eval-ctx %d will be refused after training: %s\n", o->eval_ctx.v[i], why);
+            warn_msg("--eval-ctx %d will be refused after training: %s", o->eval_ctx.v[i], why);
     }
     if (!runnable)
         die_usage("no length of --eval-ctx can be evaluated for this model and data (%s); give one that can", why);
@@ -587,7 +587,7 @@ static void evaluate_task(const options *o, run_t *r, eval_report *er) {
             er->any_ok = 1;
         } else {
             printf("task=%s len=%d-%d refused\n", task_name(d->task), t->r.lo, t->r.hi);
-            fprintf(stderr, "train: task=%s len=%d-%d: %s\n", task_name(d->task), t->r.lo, t->r.hi, t->err);
+            warn_msg("task=%s len=%d-%d: %s", task_name(d->task), t->r.lo, t->r.hi, t->err);
         }
     }
 }
@@ -604,7 +604,7 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
             er->any_ok = 1;
         } else {
             printf("eval ctx=%d %s\n", L, ev->nonfinite ? "failed" : "refused");
-            fprintf(stderr, "train: eval ctx=%d: %s\n", L, ev->err);
+            warn_msg("eval ctx=%d: %s", L, ev->err);
             er->failed |= ev->nonfinite;
         }
     }
@@ -815,9 +815,11 @@ static int check_stdout(const options *o, int status) {
 static void print_header(const options *o, const run_t *r) {
     if (o->quiet) return;
     const model_config *c = &r->m.cfg;
-    printf("pelab %s: data=%s pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld",
-           PELAB_VERSION, o->data, c->pe, c->causal ? "causal" : "bidir", c->ctx, c->d_model, c->layers, c->heads,
-           model_num_params(&r->m), o->batch, o->steps, o->threads);
+    printf("pelab %s: data=", PELAB_VERSION);
+    put_printable(stdout, o->data);  // a path from a checkpoint: never raw to a terminal
+    printf(" pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld", c->pe,
+           c->causal ? "causal" : "bidir", c->ctx, c->d_model, c->layers, c->heads, model_num_params(&r->m), o->batch,
+           o->steps, o->threads);
     if (dist_size() > 1) printf(" processes=%d (global batch %ld)", dist_size(), o->batch * dist_size());
     printf("\n");
 }

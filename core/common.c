@@ -10,10 +10,50 @@
 
 jmp_buf *die_jump;
 
+// Length of the valid UTF-8 sequence at p (1–4 bytes), or 0.
+static int utf8_length(const unsigned char *p) {
+    int n = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 2 && p[0] < 0xC2) return 0;  // overlong
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+void put_printable(FILE *f, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = utf8_length(p);
+        if (n == 1 && (*p >= 0x20 || *p == '\n' || *p == '\t') && *p != 0x7f) {
+            fputc(*p++, f);
+        } else if (n > 1) {
+            fwrite(p, 1, (size_t)n, f), p += n;
+        } else {
+            fprintf(f, "\\x%02x", *p++);  // a control byte or one that is not UTF-8: never raw to a terminal
+        }
+    }
+}
+
 static void vreport(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char small[1024], *buf = n >= 0 && (size_t)n < sizeof small ? small : malloc(n > 0 ? (size_t)n + 1 : 1);
     fputs("train: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    if (buf) {
+        vsnprintf(buf, n > 0 ? (size_t)n + 1 : 1, fmt, again);
+        put_printable(stderr, buf);
+        if (buf != small) free(buf);
+    } else {
+        vfprintf(stderr, fmt, again);  // no memory for a copy: the message unescaped rather than none
+    }
+    va_end(again);
     fputc('\n', stderr);
+}
+
+void warn_msg(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
 }
 
 void die_usage(const char *fmt, ...) {

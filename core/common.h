@@ -20,6 +20,12 @@
 #include <setjmp.h>
 extern jmp_buf *die_jump;
 
+// Writes s with every control byte (but newline and tab) and every byte
+// that is not part of valid UTF-8 as \xNN: text from a file (a checkpoint's
+// fields, a path) never reaches a terminal raw. Every message goes through it.
+void put_printable(FILE *f, const char *s);
+// "train: MESSAGE" on stderr, made printable, and carry on.
+void warn_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void die_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void die_runtime(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

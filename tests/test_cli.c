@@ -1154,6 +1154,11 @@ static int test_checkpoints_that_lie(void) {
         EXPECT_EXIT(s, 1, "a checkpoint with %s=%s: exit %d (%s)", lies[i][0], lies[i][1], WEXITSTATUS(s), err_buf);
         EXPECT(strstr(err_buf, "corrupt"), "%s=%s: %s", lies[i][0], lies[i][1], err_buf);
     }
+    // a field with a terminal escape sequence is shown escaped, never raw (round 3, #15)
+    rewrite_settings(tmp_path("ok.ck"), tmp_path("esc.ck"), "data", "\033[31mred.txt");
+    s = run_train("--quiet --threads 2 --resume {T}/esc.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) != 0 && strstr(err_buf, "\\x1b[31mred.txt") && !strchr(err_buf, 033),
+           "an escape sequence from a checkpoint: exit %d: %s", WEXITSTATUS(s), err_buf);
     // a NaN weight under a valid CRC
     static unsigned char ck[1 << 22];
     FILE *f = fopen(tmp_path("ok.ck"), "rb");
