@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,10 +182,43 @@ int atomic_commit(atomic_file *af, const char *what, char *err, size_t errlen) {
     return 0;
 }
 
+// 0 with err filled when renaming a new file over the existing target would
+// be refused: the target is immutable or append-only (chattr), or it sits in
+// a sticky folder (/tmp) and belongs to someone else. Both pass the creation
+// of a temporary, so only this tells before training.
+static int rename_allowed(const char *target, const char *what, char *err, size_t errlen) {
+    struct stat st, dst;
+    if (stat(target, &st) != 0) return 1;  // nothing to replace
+    int fd = open(target, O_RDONLY | O_NONBLOCK);
+    if (fd >= 0) {
+        int flags = 0;
+        int got = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+        close(fd);
+        if (got && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL))) {
+            snprintf(err, errlen, "cannot write %s '%s': it is %s (chattr), so it cannot be replaced", what, target,
+                     flags & FS_IMMUTABLE_FL ? "immutable" : "append-only");
+            return 0;
+        }
+    }
+    char *dir = copy_string(target);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    int ok = stat(slash ? dir : ".", &dst) != 0 || !(dst.st_mode & S_ISVTX) || geteuid() == 0 ||
+             geteuid() == st.st_uid || geteuid() == dst.st_uid;
+    if (!ok)
+        snprintf(err, errlen, "cannot write %s '%s': the folder is sticky and the file belongs to another user, so it "
+                 "cannot be replaced; write elsewhere", what, target);
+    free(dir);
+    return ok;
+}
+
 int check_output_path(const char *path, const char *what, int *usage, char *err, size_t errlen) {
     char *target = resolve_target(path, what, usage, err, errlen);
     if (!target) return 0;
+    *usage = 0;
+    int ok = rename_allowed(target, what, err, errlen);
     free(target);
+    if (!ok) return 0;
     atomic_file af;
     *usage = 0;
     if (atomic_open(&af, path, what, err, errlen) != 0) return 0;

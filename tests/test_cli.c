@@ -109,6 +109,7 @@ static int run_train(const char *args) {
 }
 
 #define SMALL "--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --quiet --threads 2"
+#define LOUD "--d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --threads 2"  // SMALL with its progress lines
 
 typedef struct {
     const char *args;
@@ -1273,6 +1274,33 @@ static int test_outputs_checked_before_training(void) {
     }
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && !strstr(out_buf, "step "), "an unwritable folder: exit %d, %s", WEXITSTATUS(s),
            err_buf);
+    // A target the final rename may not replace: another user's file in a
+    // sticky folder (as /tmp), or an immutable one. Creating the temporary
+    // works in both, so only checking the rename itself tells before training.
+    if (getuid() == 0) {
+        mkdir(tmp_path("sticky"), 01777);
+        chmod(tmp_path("sticky"), 01777);
+        write_file(tmp_path("sticky/theirs.json"), "{}", 2);   // root's, in a folder root owns
+        chmod(tmpdir, 0755);
+        child_as_nobody = 1;
+        s = run_train(LOUD " --steps 300 --log-every 1 --json {T}/sticky/theirs.json");
+        child_as_nobody = 0;
+        chmod(tmpdir, 0700);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && !strstr(out_buf, "step ") && strstr(err_buf, "the folder is sticky"),
+               "another user's file in a sticky folder: exit %d, %s", WEXITSTATUS(s), err_buf);
+        write_file(tmp_path("frozen.json"), "{}", 2);
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "chattr +i '%s' 2>/dev/null", tmp_path("frozen.json"));
+        if (system(cmd) == 0) {  // a file system that has the flag
+            s = run_train(LOUD " --steps 300 --log-every 1 --json {T}/frozen.json");
+            snprintf(cmd, sizeof cmd, "chattr -i '%s'", tmp_path("frozen.json"));
+            if (system(cmd) != 0) printf("    could not clear the immutable flag of %s\n", tmp_path("frozen.json"));
+            EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && !strstr(out_buf, "step ") && strstr(err_buf, "immutable"),
+                   "an immutable target: exit %d, %s", WEXITSTATUS(s), err_buf);
+        } else {
+            printf("    this file system has no immutable flag (chattr +i): that case not checked\n");
+        }
+    }
     return fails;
 }
 
