@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -36,9 +37,28 @@ static volatile sig_atomic_t stop_signal = 0;
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 static int ignored_at_start[3];  // the parent's SIG_IGN, per stop_signals entry
 
+// A second request exits at once, removing the temporary of a save under
+// way (the previous checkpoint stays). The same signal again within
+// DUPLICATE_WINDOW is not a second request: a hang-up or `timeout` delivers
+// it to the process and to its group within milliseconds.
+#define DUPLICATE_WINDOW 0.5
+static struct timespec first_signal_at;
+
 static void on_signal(int sig) {
-    if (stop_signal) _exit(128 + sig);
-    stop_signal = sig;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!stop_signal) {
+        first_signal_at = now;
+        stop_signal = sig;
+        return;
+    }
+    double since = (double)(now.tv_sec - first_signal_at.tv_sec) + 1e-9 * (double)(now.tv_nsec - first_signal_at.tv_nsec);
+    if (sig == stop_signal && since < DUPLICATE_WINDOW) return;
+    atomic_unlink_pending();
+    static const char msg[] = "train: a second signal: stopped at once; the checkpoint on disk is the last one saved\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(128 + sig);
 }
 
 static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
@@ -437,8 +457,11 @@ static void stop_for_signal(const options *o, const run_t *r, long step) {
     int sig = stop_signal;
     const char *name = signal_name(sig);
     if (o->save) {
+        printf("interrupted by %s after step %ld; saving %s… (a second signal stops at once and keeps the last "
+               "checkpoint saved)\n", name, step, o->save);
+        fflush(stdout);
         save_checkpoint(o, r, step);
-        printf("interrupted by %s after step %ld; saved %s; continue with --resume %s\n", name, step, o->save, o->save);
+        printf("saved %s; continue with --resume %s\n", o->save, o->save);
     } else {
         printf("interrupted by %s after step %ld; nothing saved (no --save)\n", name, step);
     }

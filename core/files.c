@@ -70,6 +70,23 @@ static char *resolve_target(const char *path, const char *what, int *usage, char
     return copy_string(path);
 }
 
+// The write under way, for atomic_unlink_pending: a copy of its temporary's
+// path (a signal handler may run on any thread, so nothing it reads is freed).
+static char pending_path[PATH_MAX + 64];
+static volatile sig_atomic_t pending;
+
+void atomic_unlink_pending(void) {
+    if (pending) unlink(pending_path);
+}
+
+static void set_pending(const char *tmp) {
+    pending = 0;
+    if (tmp && strlen(tmp) < sizeof pending_path) {
+        memcpy(pending_path, tmp, strlen(tmp) + 1);
+        pending = 1;
+    }
+}
+
 int atomic_open(atomic_file *af, const char *path, const char *what, char *err, size_t errlen) {
     memset(af, 0, sizeof *af);
     int usage;
@@ -93,6 +110,7 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
         umask(mask);
         fchmod(fd, 0666 & ~mask);  // as an ordinary create would (mkstemp makes 0600)
     }
+    set_pending(af->tmp);
     af->f = fdopen(fd, "wb");
     if (!af->f) {
         snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
@@ -104,6 +122,7 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
 }
 
 void atomic_abort(atomic_file *af) {
+    set_pending(NULL);
     if (af->f) fclose(af->f);
     if (af->tmp) unlink(af->tmp);
     free(af->tmp);
@@ -158,6 +177,7 @@ int atomic_commit(atomic_file *af, const char *what, char *err, size_t errlen) {
     if (fclose(af->f) != 0 && !bad) bad = 1, saved = errno;
     af->f = NULL;
     if (!bad && rename(af->tmp, af->target) != 0) bad = 1, saved = errno;
+    if (!bad) set_pending(NULL);
     if (bad) {
         snprintf(err, errlen, "cannot write %s '%s': %s (the previous file, if any, is unchanged)", what, af->target,
                  strerror(saved ? saved : EIO));

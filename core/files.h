@@ -4,7 +4,7 @@
 // Every file pelab writes (checkpoints, --json, pictures) goes through an
 // atomic_file: a fresh temporary beside the target, created with
 // O_CREAT|O_EXCL|O_NOFOLLOW (so a planted file or symbolic link cannot
-// redirect the write), named PATH.tmp.PID.XXXXXX; written, flushed, fsynced
+// redirect the write), named PATH.pelab-tmp.PID.XXXXXX; written, flushed, fsynced
 // and renamed over the target, or removed on any failure. A target that
 // exists must be a regular file (or a symbolic link to one, which is then
 // written through: the link stays).
@@ -29,6 +29,9 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
 int atomic_commit(atomic_file *af, const char *what, char *err, size_t errlen);
 // Closes and removes the temporary.
 void atomic_abort(atomic_file *af);
+// Removes the temporary of the write under way, if any: async-signal-safe,
+// for a signal handler that must exit at once during a save.
+void atomic_unlink_pending(void);
 
 // Checks before any work that `path` can be written as `what`: it is absent
 // or a regular file (through links), and a temporary can be created beside
