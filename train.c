@@ -36,6 +36,10 @@
 static volatile sig_atomic_t stop_signal = 0;
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 static int ignored_at_start[3];  // the parent's SIG_IGN, per stop_signals entry
+// MPI: the stop request every process agreed on in the last step's sum. A
+// process stops on it, never on its own flag alone, which a signal may have
+// set after the sum (the others would then wait in the next sum forever).
+static int agreed_stop;
 
 // A second request exits at once, removing the temporary of a save under
 // way (the previous checkpoint stays). The same signal again within
@@ -454,7 +458,7 @@ static void write_checkpoint(const options *o, const run_t *r, long step) {
 
 // On SIGINT/SIGTERM after a step: save (with --save), say so, exit 128+signal.
 static void stop_for_signal(const options *o, const run_t *r, long step) {
-    int sig = stop_signal;
+    int sig = dist_size() > 1 ? agreed_stop : stop_signal;
     const char *name = signal_name(sig);
     if (o->save) {
         printf("interrupted by %s after step %ld; saving %s… (a second signal stops at once and keeps the last "
@@ -500,11 +504,12 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
     for (size_t i = 0; i < n; i++) mine += tgt[i] >= 0;
     double v[4] = {mine, mine ? loss * mine : 0.0, stop_signal != 0, stop_signal};
     dist_sum_doubles(v, 4);
+    agreed_stop = v[2] > 0 ? (int)(v[3] / v[2]) : 0;
     if (v[0] == 0) return loss;
     float w = (float)(mine / v[0]);
     for (size_t i = 0; i < m->tab.total; i++) m->grads[i] *= w;
     dist_sum_floats(m->grads, m->tab.total);
-    if (v[2] > 0 && !stop_signal) stop_signal = (int)(v[3] / v[2]);
+    if (agreed_stop && !stop_signal) stop_signal = agreed_stop;
     return v[1] / v[0];
 }
 
@@ -594,7 +599,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
         if (sleep_ms > 0) usleep((useconds_t)sleep_ms * 1000);
         if (step + 1 == die_at && dist_rank() == die_rank) raise(SIGKILL);
         if (o->save && o->save_every && (step + 1) % o->save_every == 0 && step + 1 < end_step) save_checkpoint(o, r, step + 1);
-        if (stop_signal) stop_for_signal(o, r, step + 1);
+        if (R > 1 ? agreed_stop : stop_signal) stop_for_signal(o, r, step + 1);
     }
 }
 

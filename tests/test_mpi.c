@@ -15,7 +15,7 @@
 static char dir[] = "/tmp/pelab-mpi-XXXXXX";
 static char out[1 << 14];
 
-#define MPIRUN "mpirun -np %d --oversubscribe --bind-to none -x PELAB_TEST_KILL_RANK -x PELAB_TEST_KILL_AT "
+#define MPIRUN "mpirun -np %d --oversubscribe --bind-to none -x PELAB_TEST_KILL_RANK -x PELAB_TEST_KILL_AT -x PELAB_TEST_STEP_SLEEP_MS "
 #define SHAPE "--d-model 32 --layers 2 --heads 2 --ctx 32 --lr 1e-2 --threads 1 --quiet --eval-tokens 2048 "
 
 static int have_mpi(void) {
@@ -112,7 +112,44 @@ static int test_dead_process_ends_the_job(void) {
     return fails;
 }
 
+// A signal that reaches one process only (round 3, #1): every process
+// stops after the same step, on the stop request they agreed on in that
+// step's sum, saves one checkpoint and exits 130. Before, the process that
+// got the signal stopped on its own flag while the others went on to the
+// next sum (MPI_ERR_TRUNCATE or a hang). Repeated at random moments.
+static int test_signal_to_one_process(void) {
+    int fails = 0;
+    if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
+    setenv("PELAB_TEST_STEP_SLEEP_MS", "3", 1);
+    int rounds = 5, saved = 0;
+    for (int round = 0; round < rounds; round++) {
+        sh("rm -f %s/one.ck", dir);
+        // in the background, under a generous hang guard; rank 1's pid is the larger of the two
+        int s = sh("(timeout 300 " MPIRUN "./train-mpi " SHAPE "--steps 5000 --batch 4 --save %s/one.ck > %s/one.out 2>&1; "
+                   "echo $? > %s/one.rc) & sleep %.2f; "
+                   "kill -INT $(pgrep -f '^./train-mpi .*%s/one.ck' | sort -n | tail -1); wait",
+                   2, dir, dir, dir, 1.0 + 0.3 * round, dir);
+        char path[128], rc[16] = "";
+        snprintf(path, sizeof path, "%s/one.rc", dir);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(rc, sizeof rc, f)) rc[0] = 0;
+            fclose(f);
+        }
+        sh("cat %s/one.out", dir);
+        EXPECT(s == 0 && atoi(rc) == 130 && !strstr(out, "MPI_ERR") && !strstr(out, "TRUNCATE"),
+               "round %d: mpirun exited %s (want 130): %.400s", round, rc, out);
+        s = sh("./train --load %s/one.ck --threads 1 --eval-tokens 512", dir);
+        EXPECT(s == 0, "round %d: the checkpoint does not load: %.300s", round, out);
+        saved += s == 0;
+    }
+    unsetenv("PELAB_TEST_STEP_SLEEP_MS");
+    printf("    %d rounds of SIGINT to one of two processes: %d saved and loaded\n", rounds, saved);
+    return fails;
+}
+
 const test_case mpi_tests[] = {
+    {"mpi/a_signal_to_one_process_stops_all", test_signal_to_one_process},
     {"mpi/two_processes_take_the_step_of_one", test_two_processes_one_step},
     {"mpi/resume_with_another_process_count", test_resume_other_process_count},
     {"mpi/a_dead_process_ends_the_job", test_dead_process_ends_the_job},
