@@ -298,9 +298,19 @@ static void check_same_corpus(const options *o, const run_t *r) {
     uint64_t size;
     uint32_t crc;
     data_identity(&r->d, &size, &crc);
-    if (r->d.kind == DATA_TASK && crc != st->data_crc)
-        die_runtime("--resume %s: the run was trained with other task sizes than --task-len %d:%d; give the --task-len "
-                    "it started with", o->resume, r->d.train_len.lo, r->d.train_len.hi);
+    if (r->d.kind == DATA_TASK && crc != st->data_crc) {
+        // the file holds the CRC-32 of "task:NAME A:B" (data_task_sizes), not the sizes: find them
+        char spec[96];
+        for (int lo = 1; lo <= TASK_MAX_SIZE; lo++)
+            for (int hi = lo; hi <= TASK_MAX_SIZE; hi++) {
+                snprintf(spec, sizeof spec, "task:%s %d:%d", task_name(r->d.task), lo, hi);
+                if ((uint32_t)crc32_update(0, spec, strlen(spec)) == st->data_crc)
+                    die_usage("--resume %s: the run was trained with --task-len %d:%d, not %d:%d; give --task-len %d:%d",
+                              o->resume, lo, hi, r->d.train_len.lo, r->d.train_len.hi, lo, hi);
+            }
+        die_runtime("--resume %s: the run was trained with other task sizes than --task-len %d:%d (or another task); "
+                    "give the --task-len it started with", o->resume, r->d.train_len.lo, r->d.train_len.hi);
+    }
     if (size != st->data_size || crc != st->data_crc)
         die_runtime("--resume %s: the training data '%s' changed since the checkpoint was saved (%llu bytes, CRC-32 %08x "
                     "then; %llu bytes, %08x now); resume with the same corpus, or start a new run",
@@ -355,7 +365,8 @@ static void resolve_until_solved(options *o, const run_t *r, int from) {
 // validation window of that length (eval_perplexity refuses the same).
 static int evaluation_possible(const run_t *r, int L, size_t tokens, char *why, size_t cap) {
     if (L > model_max_eval_ctx(&r->m)) {
-        snprintf(why, cap, "--pe %s has no positions past %d", r->m.cfg.pe, model_max_eval_ctx(&r->m));
+        if (r->m.cfg.rand_pos) snprintf(why, cap, "--rand-pos %d draws no positions past %d", r->m.cfg.rand_pos, r->m.cfg.rand_pos);
+        else snprintf(why, cap, "--pe %s has no positions past %d", r->m.cfg.pe, model_max_eval_ctx(&r->m));
         return 0;
     }
     return data_eval_windows(&r->d, L, tokens, why, cap) > 0;

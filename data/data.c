@@ -129,8 +129,12 @@ int data_task_sizes(data_t *d, const char *train, const char *tests, char *err, 
     if (!task_parse_range(train, &d->train_len, e, sizeof e)) return snprintf(err, errlen, "--task-len %s", e), 0;
     int hi = d->train_len.hi;
     if (!tests) {
+        if (hi >= TASK_MAX_SIZE)  // no unseen size is left for the default test ranges; nobody gave --test-len
+            return snprintf(err, errlen, "--task-len %d:%d leaves no larger size to test on (sizes go up to %d): give "
+                            "a smaller --task-len, or --test-len with sizes it does not cover", d->train_len.lo, hi,
+                            TASK_MAX_SIZE), 0;
         snprintf(buf, sizeof buf, "%d:%d,%d:%d", hi + 1, 2 * hi, 2 * hi + 1, 4 * hi);
-        if (4 * hi > TASK_MAX_SIZE) snprintf(buf, sizeof buf, "%d:%d", hi < TASK_MAX_SIZE ? hi + 1 : hi, TASK_MAX_SIZE);
+        if (4 * hi > TASK_MAX_SIZE) snprintf(buf, sizeof buf, "%d:%d", hi + 1, TASK_MAX_SIZE);
         tests = buf;
     }
     d->n_tests = 0;

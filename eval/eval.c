@@ -20,9 +20,14 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     memset(r, 0, sizeof *r);
     r->L = L;
     if (L > model_max_eval_ctx(m)) {
-        snprintf(r->err, sizeof r->err,
-                 "--pe %s has no positions past %d (the training ctx), so ctx=%d cannot be evaluated; use a relative or sinusoidal encoding to evaluate longer",
-                 m->cfg.pe, model_max_eval_ctx(m), L);
+        if (m->cfg.rand_pos)  // the positions were drawn from [0, MAX): MAX bounds every encoding, not the ctx
+            snprintf(r->err, sizeof r->err,
+                     "--rand-pos %d: the model's positions were drawn from [0, %d), so ctx=%d cannot be evaluated; train "
+                     "with a larger --rand-pos to evaluate longer", m->cfg.rand_pos, m->cfg.rand_pos, L);
+        else
+            snprintf(r->err, sizeof r->err,
+                     "--pe %s has no positions past %d (the training ctx), so ctx=%d cannot be evaluated; use a relative "
+                     "or sinusoidal encoding to evaluate longer", m->cfg.pe, model_max_eval_ctx(m), L);
         return;
     }
     size_t windows = data_eval_windows(d, L, max_tokens, r->err, sizeof r->err);

@@ -199,6 +199,7 @@ static int test_bad_input_table(void) {
         {"--data task:copy --task-len 5", 2, "--task-len"},
         {"--data task:copy --task-len 0:3", 2, "--task-len"},
         {"--data task:copy --task-len 1:4 --test-len 3:8", 2, "overlaps"},
+        {"--data task:copy --task-len 1:1000", 2, "leaves no larger size to test on"},
         {"--data task:copy --task-len 1:4 --test-len 5:8,x", 2, "--test-len"},
         {"--task-len 1:4", 2, "needs --data task:"},
         {"--data task:copy --task-len 1:16", 2, "--ctx 16 is shorter"},
@@ -683,8 +684,14 @@ static int test_rand_pos(void) {
            "--rand-pos resumed: '%s', uninterrupted: '%s' (%s)", resumed, whole, err_buf);
     EXPECT(strcmp(whole, plain) != 0, "--rand-pos 64 should change the run ('%s')", whole);
     s = run_train("--quiet --threads 2 --load {T}/rp.ck --eval-ctx 16,128");
-    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(err_buf, "ctx=128"),
-           "evaluating past --rand-pos 64 should be refused with a message: %s", err_buf);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(err_buf, "ctx=128") && strstr(err_buf, "larger --rand-pos") &&
+               !strstr(err_buf, "training ctx") && !strstr(err_buf, "relative or sinusoidal"),
+           "evaluating past --rand-pos 64 should be refused naming --rand-pos, not the ctx: %s", err_buf);
+    // a task run resumed with other sizes is told the sizes it was trained with
+    s = run_train(SMALL " --data task:copy --task-len 2:6 --steps 4 --stop-at 2 --save {T}/tk.ck");
+    s = run_train("--quiet --threads 2 --resume {T}/tk.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "trained with --task-len 2:6"),
+           "resuming a task run without its sizes: exit %d: %s", WEXITSTATUS(s), err_buf);
     static const bad_case refused[] = {
         {"--rand-pos 8", 2, "--rand-pos 8"},
         {"--pe cope --rand-pos 64", 2, "not supported by --pe cope"},
