@@ -80,6 +80,8 @@ const cli_option cli_options[] = {
     {"version", OPT_ACTION, 0, 0, 0, NULL, NULL, NULL, SEC_OUT, NULL, "pelab's version", 0},
 };
 const int cli_option_count = sizeof cli_options / sizeof cli_options[0];
+_Static_assert(sizeof cli_options / sizeof cli_options[0] <= sizeof ((options *)0)->given,
+               "options.given[] has a flag per option of the table: make it larger");
 
 // ---- values ----
 

@@ -156,13 +156,34 @@ static double room_in(const char *dir) {
     return limit < 0 ? -1 : limit - (used > 0 ? used : 0);
 }
 
-// Room left under this process's cgroup memory limit, or -1 without one.
-// The group comes from /proc/self/cgroup ("0::/path" for cgroup v2,
-// "N:memory:/path" for v1); PELAB_TEST_CGROUP_DIR names a folder holding
-// such files instead, for the tests.
+// The least room under the limits of dir and of every group above it, up
+// to root (a limit on a parent holds its children too); -1 without any.
+static double room_up(const char *root, const char *dir) {
+    char d[4096];
+    snprintf(d, sizeof d, "%s", dir);
+    size_t rlen = strlen(root);
+    double least = -1;
+    for (;;) {
+        double room = room_in(d);
+        if (room >= 0 && (least < 0 || room < least)) least = room;
+        char *slash = strrchr(d, '/');
+        if (strlen(d) <= rlen || !slash || slash < d + rlen) break;
+        *slash = '\0';
+    }
+    return least;
+}
+
+// Room left under this process's cgroup memory limits (its group's and its
+// ancestors'), or -1 without one. The group comes from /proc/self/cgroup
+// ("0::/path" for cgroup v2, "N:memory:/path" for v1). For the tests,
+// PELAB_TEST_CGROUP_DIR names a folder holding such files instead, and
+// PELAB_TEST_CGROUP_ROOT the folder above it where the walk stops.
 static double cgroup_room_bytes(void) {
     const char *test = getenv("PELAB_TEST_CGROUP_DIR");
-    if (test) return room_in(test);
+    if (test) {
+        const char *top = getenv("PELAB_TEST_CGROUP_ROOT");
+        return room_up(top ? top : test, test);
+    }
     FILE *f = fopen("/proc/self/cgroup", "r");
     if (!f) return -1;
     char line[2048], dir[4096];
@@ -174,7 +195,7 @@ static double cgroup_room_bytes(void) {
         else if (strstr(line, ":memory:")) path = strstr(line, ":memory:") + 8, root = "/sys/fs/cgroup/memory";
         if (!path) continue;
         snprintf(dir, sizeof dir, "%s%s", root, path);
-        room = room_in(dir);
+        room = room_up(root, dir);
         if (room < 0) room = room_in(root);  // inside a namespace the group is the root
     }
     fclose(f);

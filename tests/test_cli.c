@@ -1287,6 +1287,22 @@ static int test_memory_counts_cgroup_and_weights(void) {
     child_env = NULL;
     EXPECT_EXIT(s, 1, "a run over the cgroup limit exited %d", WEXITSTATUS(s));
     EXPECT(strstr(err_buf, "memory available") && strstr(err_buf, "AdamW"), "stderr: %s", err_buf);
+    // the limit on a parent group holds its children (round 3, #5): none on the run's own group
+    mkdir(tmp_path("cgp"), 0755);
+    mkdir(tmp_path("cgp/child"), 0755);
+    write_file(tmp_path("cgp/memory.max"), "3000000\n", 8);
+    write_file(tmp_path("cgp/memory.current"), "0\n", 2);
+    write_file(tmp_path("cgp/child/memory.max"), "max\n", 4);
+    snprintf(env, sizeof env, "PELAB_TEST_CGROUP_DIR=%s", tmp_path("cgp/child"));
+    static char env2[600];
+    snprintf(env2, sizeof env2, "PELAB_TEST_CGROUP_ROOT=%s", tmp_path(""));
+    putenv(env2);   // the parent process's environment, which the child inherits
+    child_env = env;
+    s = run_train("--d-model 192 --layers 3 --heads 2 --ctx 16 --batch 1 --quiet --threads 2 --steps 2");
+    child_env = NULL;
+    unsetenv("PELAB_TEST_CGROUP_ROOT");
+    EXPECT_EXIT(s, 1, "a run over its parent group's limit exited %d: %s", WEXITSTATUS(s), err_buf);
+    EXPECT(strstr(err_buf, "memory available"), "stderr: %s", err_buf);
     return fails;
 }
 
