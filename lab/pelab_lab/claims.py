@@ -135,10 +135,12 @@ def _sd_for_power(d):
 def n_needed(effect, sd):
     """Pairs (or runs) a one-sample/paired t-test needs to detect `effect`
     with 80% power at α = 0.05, given the spread seen; NaN when unknown."""
-    if effect is None or not np.isfinite(sd) or sd == 0 or effect == 0:
+    if effect is None or not np.isfinite(sd) or effect == 0:
         return math.nan
-    return float(TTestPower().solve_power(effect_size=abs(effect) / sd, alpha=ALPHA, power=stats.POWER,
-                                          alternative="two-sided"))
+    d = abs(effect) / sd if sd > 0 else math.inf
+    if d > 10:   # far beyond any spread: the fewest pairs a t-test takes (the solver fails out there)
+        return 2.0
+    return float(TTestPower().solve_power(effect_size=d, alpha=ALPHA, power=stats.POWER, alternative="two-sided"))
 
 
 def _side_of(results, spec, sel, at, where):

@@ -83,8 +83,10 @@ def solve_curves(runs, title, stem, cap=None):
     fig, axes = plt.subplots(1, len(modes), figsize=(6.2 * len(modes), 4.4), squeeze=False, sharey=True)
     labels = list(dict.fromkeys(runs["pe"]))
     top = cap or float(np.nanmax(runs["solve_time"])) if len(runs) else 1
-    grid = np.unique(np.concatenate([[1], np.geomspace(1, top, 200).round(), runs["solve_time"].dropna().to_numpy()]))
-    grid = grid[grid <= top]
+    first = float(np.nanmin(runs["solve_time"])) if len(runs) else 1
+    start = max(1.0, min(first, top) / 2)   # nothing can solve before the first evaluation point
+    grid = np.unique(np.concatenate([np.geomspace(start, top, 200).round(), runs["solve_time"].dropna().to_numpy()]))
+    grid = grid[(grid >= start) & (grid <= top)]
     for ax, mode in zip(axes[0], modes):
         sub = runs[runs["attn"] == mode]
         shown = [pe for pe in labels if not sub[sub["pe"] == pe].empty]
@@ -101,13 +103,16 @@ def solve_curves(runs, title, stem, cap=None):
         if cap:
             ax.axvline(cap, color="grey", linewidth=0.8, linestyle=":", label=f"cap ({cap} steps)")
         ax.set_xscale("log")
-        _log_axis(ax.xaxis, grid[0], grid[-1])
+        ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
+                 if grid[0] <= t <= grid[-1] * 1.01]
+        ax.set_xticks(ticks, [f"{t // 1000}k" if t >= 1000 else str(t) for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("training step")
         ax.set_title(f"{mode} attention")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="center right", ncol=2)   # each panel's own solved counts
     axes[0][0].set_ylabel("fraction of seeds solved" + (" (95% band)" if len(labels) <= 6 else ""))
-    axes[0][-1].legend(fontsize=7, loc="upper left", ncol=2)
     fig.suptitle(title, fontsize=10)
     return save(fig, stem)
 

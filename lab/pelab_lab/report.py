@@ -14,7 +14,7 @@ from pathlib import Path
 from . import claims, tables
 from .runs import tidy
 
-TITLES = {"order": "Order: order_acc on held-out triples, over seeds",
+TITLES = {"order": "Order: steps until the order task is solved, over seeds",
           "encodings": "Every encoding with the defaults",
           "length": "Extrapolation: trained short, perplexity at longer contexts",
           "finetune": "RoPE context extension with fine-tuning",

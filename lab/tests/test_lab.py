@@ -258,6 +258,12 @@ class Claims(unittest.TestCase):
             raw = sorted(r["p"] for r in res)
             self.assertAlmostEqual(min(r["p_holm"] for r in res), min(1, 2 * raw[0]))
 
+    def test_power_for_a_huge_effect_does_not_crash(self):
+        from pelab_lab import claims
+        self.assertEqual(claims.n_needed(0.5, 0.0025), 2.0)   # the solver aborts the process out there
+        self.assertEqual(claims.n_needed(0.5, 0.0), 2.0)
+        self.assertTrue(math.isnan(claims.n_needed(None, 0.1)))
+
     def test_the_ledger_declarations_load(self):
         from pelab_lab import claims
         decl = claims.load_claims(Path(__file__).resolve().parents[1] / "claims.yaml")
