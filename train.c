@@ -851,6 +851,27 @@ static int check_stdout(const options *o, int status) {
     return EXIT_RUNTIME;
 }
 
+// MPI: every process must run the same settings (mpirun can give each its
+// own command line): a different --seed or --pe would train two models and
+// exit 0, a different --eval-ctx would hang a collective. Each process
+// hashes its resolved settings (the --json config) and they compare, before
+// the first step; a mismatch is refused on every process.
+static void check_same_settings(const options *o, const run_t *r) {
+    if (dist_size() == 1) return;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) die_runtime("cannot compare the processes' settings: out of memory");
+    options_json_config(f, o, &r->m);
+    fclose(f);
+    unsigned crc = (unsigned)crc32_update(0, text, len), lo, hi;
+    free(text);
+    dist_min_max(crc, &lo, &hi);
+    if (lo != hi)
+        die_usage("the %d processes were given different settings (process %d's hash %08x; they range from %08x to "
+                  "%08x); give every process the same command line", dist_size(), dist_rank(), crc, lo, hi);
+}
+
 static void print_header(const options *o, const run_t *r) {
     if (o->quiet) return;
     const model_config *c = &r->m.cfg;
@@ -872,6 +893,7 @@ int main(int argc, char **argv) {
     options_parse(&o, argc, argv);
     start_process(&o);
     resolve_run(&o, &run);
+    check_same_settings(&o, &run);
     print_header(&o, &run);
 
     train_report tr;

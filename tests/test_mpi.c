@@ -148,7 +148,22 @@ static int test_signal_to_one_process(void) {
     return fails;
 }
 
+// Processes given different settings (mpirun's "A : B" form) are refused
+// before training on every process, not left to train two models (round 3, #9).
+static int test_different_settings_refused(void) {
+    int fails = 0;
+    if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
+    int s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --seed 1 : "
+               "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --seed 2");
+    EXPECT(s != 0 && s != 124 && strstr(out, "different settings"), "different --seed per process: exit %d: %.400s", s, out);
+    s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --eval-ctx 32 : "
+           "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --eval-ctx 32,64");
+    EXPECT(s != 0 && s != 124 && strstr(out, "different settings"), "different --eval-ctx per process: exit %d: %.400s", s, out);
+    return fails;
+}
+
 const test_case mpi_tests[] = {
+    {"mpi/different_settings_refused", test_different_settings_refused},
     {"mpi/a_signal_to_one_process_stops_all", test_signal_to_one_process},
     {"mpi/two_processes_take_the_step_of_one", test_two_processes_one_step},
     {"mpi/resume_with_another_process_count", test_resume_other_process_count},
