@@ -524,6 +524,11 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
     return v[1] / v[0];
 }
 
+// The progress line warns when the throughput since the last line (over at
+// least SLOW_WINDOW_SECONDS) is under 1/SLOW_FACTOR of the run's best so far.
+#define SLOW_WINDOW_SECONDS 0.5
+#define SLOW_FACTOR 3
+
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
     *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, 0.0, NULL, 0, 0};
@@ -544,6 +549,9 @@ static void train(const options *o, run_t *r, train_report *tr) {
     r->a.pos_row0 = B * rank;
     adamw_hparams hp = {o->lr, 0.9f, 0.95f, 1e-8f, o->wd};
     long log_every = o->log_every ? o->log_every : (o->steps >= 10 ? o->steps / 10 : 1);
+    // throughput between progress lines, to say when it falls far below this run's best (other processes)
+    double best_rate = 0, mark_seconds = 0;
+    long mark_done = 0;
     const char *save_note = o->save ? " (the last checkpoint written is intact)" : "";
     if (o->eval_every) {
         size_t points = (size_t)((end_step - r->start_step) / o->eval_every + 2);
@@ -596,6 +604,15 @@ static void train(const options *o, run_t *r, train_report *tr) {
                 printf(" val %.4f", c->val_loss);
                 if (c->order_acc >= 0) printf(" order_acc %.3f", c->order_acc);
                 if (c->task_acc >= 0) printf(" task_acc %.3f", c->task_acc);
+            }
+            double window = tr->seconds - mark_seconds;
+            if (window >= SLOW_WINDOW_SECONDS) {
+                double rate = (double)(done - mark_done) * all / window;
+                if (best_rate > 0 && rate < best_rate / SLOW_FACTOR)
+                    printf(" [slow: %.0f tok/s since the last line, under 1/%d of this run's %.0f; other processes may "
+                           "be sharing the cores (--threads 1, or run one at a time)]", rate, SLOW_FACTOR, best_rate);
+                if (rate > best_rate) best_rate = rate;
+                mark_seconds = tr->seconds, mark_done = done;
             }
             printf("\n");
             fflush(stdout);

@@ -546,6 +546,36 @@ static int test_evaluations_checked_before_training(void) {
     return fails;
 }
 
+// The progress line says when throughput falls far below the run's best
+// (round 3, #18): the run is stopped (SIGSTOP) for 2 s mid-way, as a machine
+// whose cores other processes take would stall it.
+static int test_progress_warns_when_slow(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char out[512];
+    snprintf(out, sizeof out, "%s", tmp_path("slow.out"));
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1), dup2(o, 2);
+        putenv((char *)"PELAB_TEST_STEP_SLEEP_MS=1");
+        execl("./train", "./train", "--d-model", "16", "--layers", "1", "--heads", "2", "--ctx", "16", "--batch", "4",
+              "--threads", "1", "--steps", "3000", "--log-every", "600", "--until-solved", "0", "--eval-every", "0",
+              (char *)NULL);
+        _exit(127);
+    }
+    usleep(1500000);
+    kill(pid, SIGSTOP);
+    usleep(2000000);
+    kill(pid, SIGCONT);
+    int st;
+    waitpid(pid, &st, 0);
+    static char text[1 << 14];
+    slurp(out, text, sizeof text);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(text, "[slow: "), "no warning after a 2 s stall: %s", text);
+    return fails;
+}
+
 // A file pelab replaces keeps its mode: a checkpoint or JSON the user made
 // private (0600) stays private, one made group-readable stays so.
 static int test_replaced_files_keep_their_mode(void) {
@@ -1407,6 +1437,7 @@ const test_case cli_tests[] = {
     {"cli/until_solved", test_until_solved},
     {"cli/nonfinite_eval_fails", test_nonfinite_eval_fails},
     {"cli/replaced_files_keep_their_mode", test_replaced_files_keep_their_mode},
+    {"cli/progress_warns_when_slow", test_progress_warns_when_slow},
     {"cli/evaluations_checked_before_training", test_evaluations_checked_before_training},
     {"cli/text_file", test_text_file},
     {"cli/init_fine_tunes", test_init_fine_tunes},
