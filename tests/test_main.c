@@ -1,6 +1,7 @@
 // test_main.c — runs every suite; `tests/test_pelab [FILTER]` runs the tests
 // whose names contain FILTER. Ends with "N passed, N failed, N skipped" (a
 // skipped test is never counted as passed) and exits 1 on any failure.
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cblas.h>
@@ -126,6 +127,12 @@ int main(int argc, char **argv) {
         return 0;
     }
     startup_environment(argv);
+    // The tests send SIGINT and SIGHUP to the runs they start and expect the
+    // trainer's handling of them; a trainer keeps a signal its parent ignores
+    // (nohup, a script's background job), so the suite must not hand such a
+    // disposition down, however it was itself started.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     const char *filter = argc > 1 ? argv[1] : NULL;
     list_test_encodings();
     startup_threads(2);
