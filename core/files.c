@@ -79,14 +79,6 @@ void atomic_unlink_pending(void) {
     if (pending) unlink(pending_path);
 }
 
-static void set_pending(const char *tmp) {
-    pending = 0;
-    if (tmp && strlen(tmp) < sizeof pending_path) {
-        memcpy(pending_path, tmp, strlen(tmp) + 1);
-        pending = 1;
-    }
-}
-
 int atomic_open(atomic_file *af, const char *path, const char *what, char *err, size_t errlen) {
     memset(af, 0, sizeof *af);
     int usage;
@@ -95,7 +87,18 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
     size_t n = strlen(af->target) + 48;
     af->tmp = xmalloc(n);
     snprintf(af->tmp, n, "%s" TMP_TAG "%ld.XXXXXX", af->target, (long)getpid());
-    int fd = mkstemp(af->tmp);  // O_CREAT|O_EXCL: never follows a planted link
+    // mkstemp fills in the name where a signal handler can read it: from the
+    // moment the file exists, atomic_unlink_pending removes it
+    int fd = -1;
+    if (strlen(af->tmp) < sizeof pending_path) {
+        memcpy(pending_path, af->tmp, strlen(af->tmp) + 1);
+        pending = 1;
+        fd = mkstemp(pending_path);  // O_CREAT|O_EXCL: never follows a planted link
+        if (fd >= 0) memcpy(af->tmp, pending_path, strlen(pending_path) + 1);
+        else pending = 0;
+    } else {
+        fd = mkstemp(af->tmp);
+    }
     if (fd < 0) {
         snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
         free(af->tmp), free(af->target);
@@ -110,7 +113,6 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
         umask(mask);
         fchmod(fd, 0666 & ~mask);  // as an ordinary create would (mkstemp makes 0600)
     }
-    set_pending(af->tmp);
     af->f = fdopen(fd, "wb");
     if (!af->f) {
         snprintf(err, errlen, "cannot write %s '%s': %s", what, path, strerror(errno));
@@ -122,9 +124,9 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
 }
 
 void atomic_abort(atomic_file *af) {
-    set_pending(NULL);
     if (af->f) fclose(af->f);
     if (af->tmp) unlink(af->tmp);
+    pending = 0;  // after the unlink: a signal before it still removes the file
     free(af->tmp);
     free(af->target);
     memset(af, 0, sizeof *af);
@@ -177,7 +179,7 @@ int atomic_commit(atomic_file *af, const char *what, char *err, size_t errlen) {
     if (fclose(af->f) != 0 && !bad) bad = 1, saved = errno;
     af->f = NULL;
     if (!bad && rename(af->tmp, af->target) != 0) bad = 1, saved = errno;
-    if (!bad) set_pending(NULL);
+    if (!bad) pending = 0;  // renamed: nothing of ours is left under the temporary's name
     if (bad) {
         snprintf(err, errlen, "cannot write %s '%s': %s (the previous file, if any, is unchanged)", what, af->target,
                  strerror(saved ? saved : EIO));
