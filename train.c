@@ -360,18 +360,6 @@ static void resolve_until_solved(options *o, const run_t *r, int from) {
 #define CURVE_EVAL_TOKENS 4096
 #define CURVE_TASK_INSTANCES 200  // and task instances of the training sizes
 
-// 0 with why filled when evaluation at length L can never run for this model
-// and data, whatever the machine: past the positions the model has, or no
-// validation window of that length (eval_perplexity refuses the same).
-static int evaluation_possible(const run_t *r, int L, size_t tokens, char *why, size_t cap) {
-    if (L > model_max_eval_ctx(&r->m)) {
-        if (r->m.cfg.rand_pos) snprintf(why, cap, "--rand-pos %d draws no positions past %d", r->m.cfg.rand_pos, r->m.cfg.rand_pos);
-        else snprintf(why, cap, "--pe %s has no positions past %d", r->m.cfg.pe, model_max_eval_ctx(&r->m));
-        return 0;
-    }
-    return data_eval_windows(&r->d, L, tokens, why, cap) > 0;
-}
-
 // Before the first step, what the evaluation after it will refuse: a
 // length that can never run is said now (the others still run, and the
 // refusal is recorded as before); a run where none can, or whose learning
@@ -380,13 +368,13 @@ static void check_evaluations(const options *o, const run_t *r) {
     char why[512];
     int runnable = 0;
     for (int i = 0; i < o->eval_ctx.n; i++) {
-        if (evaluation_possible(r, o->eval_ctx.v[i], (size_t)o->eval_tokens, why, sizeof why)) runnable++;
+        if (eval_windows(&r->m, &r->d, o->eval_ctx.v[i], (size_t)o->eval_tokens, why, sizeof why)) runnable++;
         else if (dist_rank() == 0)
             warn_msg("--eval-ctx %d will be refused after training: %s", o->eval_ctx.v[i], why);
     }
     if (!runnable)
         die_usage("no length of --eval-ctx can be evaluated for this model and data (%s); give one that can", why);
-    if (o->eval_every && !o->load && !evaluation_possible(r, (int)o->ctx, CURVE_EVAL_TOKENS, why, sizeof why))
+    if (o->eval_every && !o->load && !eval_windows(&r->m, &r->d, (int)o->ctx, CURVE_EVAL_TOKENS, why, sizeof why))
         die_usage("--eval-every measures the validation loss at the training ctx %ld, which cannot be evaluated (%s); "
                   "leave --eval-every out", o->ctx, why);
 }

@@ -16,21 +16,25 @@
 // Evaluation batches hold about this many tokens, whatever L is.
 #define EVAL_BATCH_TOKENS 4096
 
-void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r) {
-    memset(r, 0, sizeof *r);
-    r->L = L;
+size_t eval_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen) {
     if (L > model_max_eval_ctx(m)) {
         if (m->cfg.rand_pos)  // the positions were drawn from [0, MAX): MAX bounds every encoding, not the ctx
-            snprintf(r->err, sizeof r->err,
+            snprintf(err, errlen,
                      "--rand-pos %d: the model's positions were drawn from [0, %d), so ctx=%d cannot be evaluated; train "
                      "with a larger --rand-pos to evaluate longer", m->cfg.rand_pos, m->cfg.rand_pos, L);
         else
-            snprintf(r->err, sizeof r->err,
+            snprintf(err, errlen,
                      "--pe %s has no positions past %d (the training ctx), so ctx=%d cannot be evaluated; use a relative "
                      "or sinusoidal encoding to evaluate longer", m->cfg.pe, model_max_eval_ctx(m), L);
-        return;
+        return 0;
     }
-    size_t windows = data_eval_windows(d, L, max_tokens, r->err, sizeof r->err);
+    return data_eval_windows(d, L, max_tokens, err, errlen);
+}
+
+void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r) {
+    memset(r, 0, sizeof *r);
+    r->L = L;
+    size_t windows = eval_windows(m, d, L, max_tokens, r->err, sizeof r->err);
     if (!windows) return;
     double t0 = now_seconds();
     int B = EVAL_BATCH_TOKENS / L;

@@ -20,6 +20,10 @@ typedef struct {
 // r->err when this length is refused, and r->nonfinite too when the loss
 // came out NaN or infinite).
 void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r);
+// The validation windows eval_perplexity scores at length L, or 0 with err
+// filled when that length can never be evaluated for this model and data
+// (past its positions, or no window): the refusal it makes, asked first.
+size_t eval_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
 // A task's accuracy at the sizes r: `count` instances from a fixed stream
 // (`stream` picks it), each right when every answer token is the argmax
 // (README "Tasks"). ok = 0 with err when the encoding cannot reach the

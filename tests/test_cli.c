@@ -546,6 +546,21 @@ static int test_evaluations_checked_before_training(void) {
     return fails;
 }
 
+// Starts ./train with argv in the background, stdout and stderr into out
+// (NULL: /dev/null), env (NULL: none) added to its environment.
+static pid_t spawn_train(const char *out, const char *env, char *const argv[]) {
+    ensure_tmpdir();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1), dup2(o, 2);
+        if (env) putenv((char *)env);
+        execv("./train", argv);
+        _exit(127);
+    }
+    return pid;
+}
+
 // The progress line says when throughput falls far below the run's best
 // (round 3, #18): the run is stopped (SIGSTOP) for 4 s mid-way, as a machine
 // whose cores other processes take would stall it. The windows between lines
@@ -556,16 +571,10 @@ static int test_progress_warns_when_slow(void) {
     ensure_tmpdir();
     char out[512];
     snprintf(out, sizeof out, "%s", tmp_path("slow.out"));
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1), dup2(o, 2);
-        putenv((char *)"PELAB_TEST_STEP_SLEEP_MS=1");
-        execl("./train", "./train", "--d-model", "16", "--layers", "1", "--heads", "2", "--ctx", "16", "--batch", "4",
-              "--threads", "1", "--steps", "6000", "--log-every", "300", "--until-solved", "0", "--eval-every", "0",
-              (char *)NULL);
-        _exit(127);
-    }
+    char *argv[] = {"./train", "--d-model", "16", "--layers", "1", "--heads", "2", "--ctx", "16", "--batch", "4",
+                    "--threads", "1", "--steps", "6000", "--log-every", "300", "--until-solved", "0", "--eval-every", "0",
+                    NULL};
+    pid_t pid = spawn_train(out, "PELAB_TEST_STEP_SLEEP_MS=1", argv);
     usleep(1500000);
     kill(pid, SIGSTOP);
     usleep(4000000);
@@ -883,16 +892,11 @@ static int test_sigint_then_resume(void) {
 // Starts, in the background, a long run that saves {T}/name every step.
 static pid_t start_saving_run_to(const char *name, const char *threads, const char *d_model, const char *out) {
     ensure_tmpdir();
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1), dup2(o, 2);
-        execl("./train", "./train", "--d-model", d_model, "--layers", "2", "--heads", "2", "--ctx", "32", "--batch", "4",
-              "--threads", threads, "--quiet", "--steps", "100000", "--save-every", "1", "--save", tmp_path(name),
-              (char *)NULL);
-        _exit(127);
-    }
-    return pid;
+    char save[512];
+    snprintf(save, sizeof save, "%s", tmp_path(name));
+    char *argv[] = {"./train", "--d-model", (char *)d_model, "--layers", "2", "--heads", "2", "--ctx", "32", "--batch", "4",
+                    "--threads", (char *)threads, "--quiet", "--steps", "100000", "--save-every", "1", "--save", save, NULL};
+    return spawn_train(out, NULL, argv);
 }
 
 static pid_t start_saving_run(const char *name, const char *threads) {

@@ -96,10 +96,13 @@ def _length_rows(evals, lengths, base):
             else:
                 cells.append("— (refused)")
         rows.append(cells)
-    for i, what in enumerate(("byte unigram (baseline)", "byte bigram (baseline)")):
-        if base:
-            rows.append([what, ""] + [f"{base[L][i]:.3f}" if L in base else "" for L in lengths])
-    return rows
+    return rows + _baseline_rows(base, lengths, 1)
+
+
+def _baseline_rows(base, lengths, blanks):
+    """The yardsticks as table rows: a name, `blanks` empty cells, a value per length."""
+    return [[what] + [""] * blanks + [f"{base[L][i]:.3f}" if L in base else "" for L in lengths]
+            for i, what in enumerate(("byte unigram (baseline)", "byte bigram (baseline)")) if base]
 
 
 def _baselines(evals, lengths, stem):
@@ -183,9 +186,7 @@ def sweep(name, t, stem, spec):
                 k = int(h[h["eval_ctx"] == L]["collapsed"].sum())
                 cells.append(stats.mean_ci(h[h["eval_ctx"] == L]["ppl"]).fmt(3) + (f" †{k}" if k else ""))
             rows.append([sw, v, h["seed"].nunique()] + cells)
-    for i, what in enumerate(("byte unigram (baseline)", "byte bigram (baseline)")):
-        if base:
-            rows.append([what, "", ""] + [f"{base[L][i]:.3f}" if L in base else "" for L in lengths])
+    rows += _baseline_rows(base, lengths, 2)
     figures.sweep_panels(evals, f"one option varied at a time ({evals['seed'].nunique()} seeds)", stem)
     return "\n".join(["Each row changes one option and evaluates at the training length and 8×; mean ± 95% "
                       "t-interval over seeds. " + base_note, "",
