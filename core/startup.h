@@ -3,8 +3,9 @@
 #ifndef PELAB_STARTUP_H
 #define PELAB_STARTUP_H
 
-// Settings the libraries read when they load: OpenMP's idle threads sleep
-// (OMP_WAIT_POLICY=PASSIVE) unless the user chose a policy, and when
+// Settings the libraries read when they load: OpenMP's idle threads spin
+// briefly, then sleep (GOMP_SPINCOUNT=10000) unless the user chose a policy
+// or a spin count, and when
 // OpenBLAS fell back to its slowest kernels on a CPU it does not know,
 // OPENBLAS_CORETYPE names the best kernel the CPU supports. When either must
 // be set, restarts the program once (execv of argv). Call first thing in main.
