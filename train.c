@@ -379,10 +379,58 @@ static void check_evaluations(const options *o, const run_t *r) {
                   "leave --eval-every out", o->ctx, why);
 }
 
+// A new model's configuration from the options.
+static model_config new_model_config(const options *o, int vocab) {
+    model_config cfg = o->pe_opts;  // the encodings' options as given
+    cfg.vocab = vocab, cfg.ctx = (int)o->ctx, cfg.d_model = (int)o->d_model;
+    cfg.layers = (int)o->layers, cfg.heads = (int)o->heads, cfg.causal = o->attn == 0, cfg.rand_pos = (int)o->rand_pos;
+    if (strlen(o->pe) >= sizeof cfg.pe) die_usage("--pe '%.40s…': unknown encoding (see --list-pe)", o->pe);
+    snprintf(cfg.pe, sizeof cfg.pe, "%s", o->pe);
+    return cfg;
+}
+
+// The run's one memory estimate, made before anything large is read or
+// allocated: the model's shape from the options or the checkpoint's header,
+// the corpus's size from the file system. A checkpoint or configuration that
+// cannot be used is left to the steps that say why in detail.
+static void check_memory(const options *o) {
+    const char *from = o->load ? o->load : o->resume ? o->resume : o->init;
+    model_config cfg;
+    train_state st;
+    uint64_t n_from = 0;
+    char err[1024];
+    const char *data = o->data;
+    int B = (int)o->batch, training = !o->load;
+    if (from) {
+        if (ckpt_peek(from, &cfg, &st, &n_from, o->resume != NULL, err, sizeof err) != 0) return;
+        if (o->resume) {
+            data = st.data;
+            B = st.batch / dist_size() > 0 ? st.batch / dist_size() : 1;
+            training = (options_given(o, "steps") ? o->steps : st.steps) > st.step;
+        }
+        if (o->init && options_given(o, "ctx")) cfg.ctx = (int)o->ctx;
+    }
+    int vocab;
+    size_t corpus;
+    data_describe(data, from ? cfg.causal : o->attn == 0, &vocab, &corpus);
+    if (!from) cfg = new_model_config(o, vocab);
+    if (!model_config_check(&cfg, err, sizeof err) || !pe_check_settings(cfg.pe, &cfg, err, sizeof err)) return;
+    double other = (double)corpus + (o->init ? (double)n_from * sizeof(float) : 0.0);
+    char what[160] = "";
+    const double mib = 1024.0 * 1024.0;
+    int k = 0;
+    if (corpus) k = snprintf(what, sizeof what, "the corpus: %.0f MiB", corpus / mib);
+    if (o->init)
+        snprintf(what + k, sizeof what - k, "%sthe --init model: %.0f MiB", k ? ", " : "", (double)n_from * sizeof(float) / mib);
+    if (!model_plan_fits(&cfg, o->attn_kernel == 1, B, cfg.ctx, training, other, what, err, sizeof err))
+        die_runtime("%s", err);
+}
+
 // Resolves the run: the model (new or from a checkpoint), the data, and
 // every check that can be made before the first step.
 static void resolve_run(options *o, run_t *r) {
     int from = o->load || o->resume;
+    check_memory(o);
     if (from) load_checkpoint(o, r);
     if (o->init) init_from_checkpoint(o, r);
     check_paths(o);
@@ -396,11 +444,7 @@ static void resolve_run(options *o, run_t *r) {
             die_usage("--init %s has a vocabulary of %d but --data %s has %d; fine-tune on data of the same kind",
                       o->init, r->m.cfg.vocab, o->data, r->d.vocab);
     } else if (!from) {
-        model_config cfg = o->pe_opts;  // the encodings' options as given
-        cfg.vocab = r->d.vocab, cfg.ctx = (int)o->ctx, cfg.d_model = (int)o->d_model;
-        cfg.layers = (int)o->layers, cfg.heads = (int)o->heads, cfg.causal = causal, cfg.rand_pos = (int)o->rand_pos;
-        if (strlen(o->pe) >= sizeof cfg.pe) die_usage("--pe '%.40s…': unknown encoding (see --list-pe)", o->pe);
-        snprintf(cfg.pe, sizeof cfg.pe, "%s", o->pe);
+        model_config cfg = new_model_config(o, r->d.vocab);
         model_create(&r->m, &cfg);
         r->have_model = 1;
         model_init_weights(&r->m, (unsigned long long)o->seed);
@@ -524,8 +568,6 @@ static void train(const options *o, run_t *r, train_report *tr) {
     long end_step = o->stop_at && o->stop_at < o->steps ? o->stop_at : o->steps;
     if (r->start_step >= end_step) return;
     model_t *m = &r->m;
-    char fit[512];
-    if (!model_fits_in_memory(m, B, T, 1, fit, sizeof fit)) die_runtime("%s", fit);
     model_acts_alloc(&r->a, m, B, T, 1);
     r->have_acts = 1;
     size_t BT = (size_t)B * T;

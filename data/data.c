@@ -12,16 +12,22 @@ void cats_init_held_out(data_t *d);
 #define TEXT_MASK_RATE 0.15f
 #define TEXT_VAL_FRACTION 0.10
 
-static void read_text_file(data_t *d, const char *path) {
+// The size of the file at path, which must be a regular file.
+static size_t text_file_size(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0)
         die_runtime("cannot open --data '%s': %s (give a text file, or 'cats' for the built-in corpus)", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) die_runtime("--data '%s' is a directory; give a text file", path);
     // a FIFO or a device would block, or never end
     if (!S_ISREG(st.st_mode)) die_runtime("--data '%s' is not a regular file (a FIFO, device or socket); give a text file", path);
+    return (size_t)st.st_size;
+}
+
+static void read_text_file(data_t *d, const char *path) {
+    size_t size = text_file_size(path);
     FILE *f = fopen(path, "rb");
     if (!f) die_runtime("cannot open --data '%s': %s", path, strerror(errno));
-    size_t cap = st.st_size > 0 ? (size_t)st.st_size : 4096, n = 0;
+    size_t cap = size > 0 ? size : 4096, n = 0;
     // d->bytes holds the buffer from the start, so that data_close frees it
     // whatever happens below
     unsigned char *buf = d->bytes = xmalloc(cap);
@@ -83,14 +89,37 @@ static int open_shard(data_t *d, const char *path, size_t size) {
     return 1;
 }
 
+void data_describe(const char *spec, int causal, int *vocab, size_t *bytes) {
+    *bytes = 0;
+    if (strcmp(spec, "cats") == 0) {
+        *vocab = cats_vocab_size();
+        return;
+    }
+    if (strncmp(spec, "task:", 5) == 0) {
+        if (task_find(spec + 5) < 0) die_usage("--data '%s': no such task; the tasks are %s", spec, task_names());
+        *vocab = TT_VOCAB;
+        return;
+    }
+    if (!spec[0]) die_usage("--data is empty; give 'cats', 'task:NAME' or a path to a text file");
+    *bytes = text_file_size(spec);
+    unsigned char head[4] = {0};
+    FILE *f = fopen(spec, "rb");
+    if (!f) die_runtime("cannot open --data '%s': %s", spec, strerror(errno));
+    size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    int shard = got == sizeof head && le32(head) == SHARD_MAGIC;
+    *vocab = (shard ? SHARD_VOCAB : 256) + !causal;  // plus [MASK] for the masked objective
+}
+
 void data_open(data_t *d, const char *spec, int causal, unsigned long long seed) {
     memset(d, 0, sizeof *d);
     d->causal = causal;
     d->seed = seed;
     d->rng.s = seed * 0x9E3779B97F4A7C15ull + 0x5151;
+    size_t bytes;
+    data_describe(spec, causal, &d->vocab, &bytes);  // checks the spec
     if (strcmp(spec, "cats") == 0) {
         d->kind = DATA_CATS;
-        d->vocab = cats_vocab_size();
         d->mask_token = 1;
         cats_init_held_out(d);
         return;
@@ -98,14 +127,11 @@ void data_open(data_t *d, const char *spec, int causal, unsigned long long seed)
     if (strncmp(spec, "task:", 5) == 0) {
         d->kind = DATA_TASK;
         d->task = task_find(spec + 5);
-        if (d->task < 0) die_usage("--data '%s': no such task; the tasks are %s", spec, task_names());
-        d->vocab = TT_VOCAB;  // [MASK] included in both modes
-        d->mask_token = TT_MASK;
+        d->mask_token = TT_MASK;  // [MASK] is in the vocabulary in both modes
         char err[256];
         if (!data_task_sizes(d, "1:16", NULL, err, sizeof err)) die_usage("%s", err);
         return;
     }
-    if (!spec[0]) die_usage("--data is empty; give 'cats', 'task:NAME' or a path to a text file");
     d->kind = DATA_TEXT;
     d->path = xmalloc(strlen(spec) + 1);
     memcpy(d->path, spec, strlen(spec) + 1);

@@ -54,6 +54,10 @@ typedef struct {
 // starts with the shard magic, else text). Exits 2 on a bad value, 1 on an I/O
 // problem; what it allocated before such an exit is in *d, for data_close.
 void data_open(data_t *d, const char *spec, int causal, unsigned long long seed);
+// What opening `spec` will take, known before it is read: the vocabulary and
+// the bytes the corpus holds in memory (a file's size; 0 for the built-in
+// corpora). Exits as data_open does on a spec or file that cannot be used.
+void data_describe(const char *spec, int causal, int *vocab, size_t *bytes);
 void data_close(data_t *d);
 // A task's training sizes ("A:B") and test sizes ("A:B,C:D…"; NULL: twice and
 // four times the longest training size). 0 with a message when they are bad

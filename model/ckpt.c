@@ -370,8 +370,19 @@ static void decode_v1(const unsigned char *r, model_config *c, train_state *s, u
     *n = get_le(r, 8);
 }
 
-int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m, train_state *st, int with_optimizer,
-              char *err, size_t errlen) {
+// What the header of a checkpoint says, once read and checked against the
+// file's size: the file stays open at the first weight.
+typedef struct {
+    FILE *f;
+    model_config c;
+    train_state s;
+    uint64_t n;       // parameters
+    uint32_t flags;
+    uint32_t crc;     // of every byte read so far
+} ckpt_header;
+
+// Opens path and reads its header: 0, or -1 with err filled and the file closed.
+static int read_header(const char *path, int with_optimizer, ckpt_header *h, char *err, size_t errlen) {
     struct stat sb;
     if (!check_input_file(path, "checkpoint", err, errlen)) return -1;  // a FIFO would block forever
     if (stat(path, &sb) != 0) return load_fail(NULL, err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno));
@@ -430,6 +441,40 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
                          (unsigned long long)n, model_param_count(&c));
     if (with_optimizer && !(flags & 1))
         return load_fail(f, err, errlen, "checkpoint '%s' holds no optimiser state, so it cannot be resumed; use --load to evaluate it", path);
+    *h = (ckpt_header){f, c, s, n, flags, crc};
+    return 0;
+}
+
+int ckpt_peek(const char *path, model_config *c, train_state *st, uint64_t *n_params, int with_optimizer, char *err, size_t errlen) {
+    ckpt_header h;
+    if (read_header(path, with_optimizer, &h, err, errlen) != 0) return -1;
+    fclose(h.f);
+    *c = h.c, *st = h.s, *n_params = h.n;
+    return 0;
+}
+
+// Reads n floats from f into a small buffer at a time, only to add them to
+// *crc (the optimiser moments an evaluation does not use): 1 when all were there.
+static int crc_skip(FILE *f, uint64_t n, uint32_t *crc) {
+    unsigned char buf[1 << 16];
+    for (uint64_t left = n * sizeof(float); left > 0;) {
+        size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
+        if (fread(buf, 1, want, f) != want) return 0;
+        *crc = crc32_update(*crc, buf, want);
+        left -= want;
+    }
+    return 1;
+}
+
+int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m, train_state *st, int with_optimizer,
+              char *err, size_t errlen) {
+    ckpt_header h;
+    if (read_header(path, with_optimizer, &h, err, errlen) != 0) return -1;
+    FILE *f = h.f;
+    model_config c = h.c;
+    uint64_t n = h.n;
+    uint32_t flags = h.flags, crc = h.crc;
+    size_t per_tensor_bytes = sizeof(float) * n;
     for (int i = 0; i < n_extra; i++) config_set(&c, extra[i].name, extra[i].value);
     if (n_extra && !model_config_check(&c, err, errlen)) {
         fclose(f);
@@ -437,7 +482,7 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
     }
     model_create(m, &c);
     float *bufs[3] = {m->params, m->m, m->v};
-    int nb = (flags & 1) ? 3 : 1;
+    int nb = (flags & 1) && with_optimizer ? 3 : 1;  // moments only for a run that trains on
     for (int i = 0; i < nb; i++) {
         if (fread(bufs[i], 1, per_tensor_bytes, f) != per_tensor_bytes) {
             model_free(m);
@@ -445,6 +490,10 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
         }
         crc = crc32_update(crc, bufs[i], per_tensor_bytes);
         floats_to_from_le(bufs[i], n);
+    }
+    if ((flags & 1) && nb == 1 && !crc_skip(f, 2 * n, &crc)) {
+        model_free(m);
+        return load_fail(f, err, errlen, "checkpoint '%s' is truncated", path);
     }
     unsigned char stored[4];
     if (fread(stored, 1, 4, f) != 4 || get_le(stored, 4) != crc) {
@@ -464,6 +513,6 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
         }
     }
     fclose(f);
-    *st = s;
+    *st = h.s;
     return 0;
 }

@@ -40,10 +40,16 @@ int ckpt_save(const char *path, const model_t *m, const train_state *st, int wit
               char *err, size_t errlen);
 // Reads a checkpoint: creates *m from its config, with the n_extra options
 // of extra added (evaluation-only options given with --load, e.g.
-// --rope-scale), and fills the weights (and the moments when with_optimizer
-// and present). Returns 0; -1 when the file cannot be used and -2 when an
-// extra option does not fit the model, with err filled and nothing allocated.
+// --rope-scale), and fills the weights, and the moments when with_optimizer
+// and present (otherwise they are read only for the checksum). Returns 0;
+// -1 when the file cannot be used and -2 when an extra option does not fit
+// the model, with err filled and nothing allocated.
 int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m, train_state *st,
               int with_optimizer, char *err, size_t errlen);
+// Reads only the header of a checkpoint (checked as ckpt_load checks it):
+// its config, state and number of parameters, so that what loading it will
+// need can be known before anything large is allocated. 0, or -1 with err.
+int ckpt_peek(const char *path, model_config *c, train_state *st, uint64_t *n_params, int with_optimizer,
+              char *err, size_t errlen);
 
 #endif

@@ -232,17 +232,38 @@ static double run_bytes(const model_t *m, int B, int T, int training) {
     return bytes;
 }
 
-int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err, size_t cap) {
-    double need = run_bytes(m, B, T, training), have = mem_available_bytes();
+// 1 when need bytes fit in the memory available now; else 0 with the message.
+static int fits(const model_t *m, int B, int T, int training, double need, const char *what, char *err, size_t cap) {
+    double have = mem_available_bytes();
     if (have < 0 || need <= have) return 1;
     const double mib = 1024.0 * 1024.0;
-    snprintf(err, cap, "%s at batch %d x ctx %d needs about %.0f MiB (activations%s), more than the %.0f MiB of memory available; %s",
-             training ? "training" : "evaluation", B, T, need / mib, training ? ", weights, gradients, AdamW moments" : "",
-             have / mib,
+    snprintf(err, cap, "%s at batch %d x ctx %d needs about %.0f MiB (%s), more than the %.0f MiB of memory available; %s",
+             training ? "training" : "evaluation", B, T, need / mib, what, have / mib,
              !training ? "evaluate a shorter length or a smaller model"
              : m->attn_fused ? "lower --batch or --ctx, or use a smaller model"
                              : "try --attn-kernel fused (it keeps no ctx x ctx attention weights), lower --batch or --ctx, or use a smaller model");
     return 0;
+}
+
+int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err, size_t cap) {
+    return fits(m, B, T, training, run_bytes(m, B, T, training),
+                training ? "activations, weights, gradients, AdamW moments" : "activations", err, cap);
+}
+
+int model_plan_fits(const model_config *cfg, int attn_fused, int B, int T, int training, double other_bytes,
+                    const char *other_what, char *err, size_t cap) {
+    model_t m;
+    model_build(&m, cfg);
+    m.attn_fused = attn_fused;
+    if (!training) B = 1;
+    double need = run_bytes(&m, B, T, training) + other_bytes;
+    if (!training) need += (double)m.tab.total * sizeof(float);  // the weights; run_bytes counts them when training
+    char what[256];
+    snprintf(what, sizeof what, "%s%s%s", training ? "activations, weights, gradients, AdamW moments" : "activations, weights",
+             other_what && other_bytes > 0 ? ", " : "", other_what && other_bytes > 0 ? other_what : "");
+    int ok = fits(&m, B, T, training, need, what, err, cap);
+    model_free(&m);
+    return ok;
 }
 
 void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int training) {

@@ -88,6 +88,13 @@ void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int trainin
 // so without this an impossible size is not refused by malloc but killed
 // later by the OOM killer.
 int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err, size_t cap);
+// The same for a run not yet begun, from the configuration alone, so that it
+// is known before anything large is allocated or read: training at (B, T)
+// (weights, gradients, both AdamW moments, activations, the encodings'
+// tables) or, when !training, the weights and one sequence at T; plus
+// other_bytes (the corpus, a model being copied), named by other_what.
+int model_plan_fits(const model_config *cfg, int attn_fused, int B, int T, int training, double other_bytes,
+                    const char *other_what, char *err, size_t cap);
 void model_acts_free(model_acts *a);
 // --rand-pos (Ruoss et al. 2023): gives each of the B sequences of a its own
 // sorted random subset of [0, cfg.rand_pos) as positions, drawn from a

@@ -1342,6 +1342,46 @@ static int test_memory_counts_cgroup_and_weights(void) {
     return fails;
 }
 
+// 5 (round 3). One memory estimate before anything large is read or
+// allocated: a checkpoint's weights count before they are loaded (an
+// evaluation took no account of them), and a corpus before it is read (here
+// a 64 MiB sparse file, refused under 40 MB without being read). --load reads
+// the optimiser moments only for the checksum: one changed byte in them is
+// still found.
+static int test_memory_estimate_first(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    int s = run_train("--d-model 128 --layers 2 --heads 2 --ctx 16 --batch 1 --quiet --threads 2 --steps 1 --save {T}/mem.ck");
+    EXPECT_EXIT(s, 0, "making the checkpoint exited %d: %s", WEXITSTATUS(s), err_buf);
+    child_env = "PELAB_TEST_MEM_AVAILABLE=1000000";  // its ~0.4M weights take 1.6 MB
+    s = run_train("--quiet --threads 2 --load {T}/mem.ck --eval-tokens 256");
+    child_env = NULL;
+    EXPECT_EXIT(s, 1, "evaluating a model larger than the memory available exited %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "memory available") && strstr(err_buf, "weights"), "stderr: %s", err_buf);
+    int fd = open(tmp_path("big.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    EXPECT(fd >= 0 && ftruncate(fd, 64 << 20) == 0, "cannot make a sparse file");
+    if (fd >= 0) close(fd);
+    child_env = "PELAB_TEST_MEM_AVAILABLE=40000000";
+    s = run_train(SMALL " --steps 2 --data {T}/big.txt");
+    child_env = NULL;
+    EXPECT_EXIT(s, 1, "a corpus larger than the memory available exited %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "memory available") && strstr(err_buf, "corpus"), "stderr: %s", err_buf);
+    unlink(tmp_path("big.txt"));
+    struct stat sb;
+    EXPECT(stat(tmp_path("mem.ck"), &sb) == 0, "no checkpoint");
+    fd = open(tmp_path("mem.ck"), O_RDWR);
+    unsigned char byte = 0;
+    off_t at = sb.st_size - 4 - 1000;  // inside the second moments
+    EXPECT(fd >= 0 && pread(fd, &byte, 1, at) == 1, "cannot read the checkpoint");
+    byte ^= 0x40;
+    EXPECT(fd >= 0 && pwrite(fd, &byte, 1, at) == 1, "cannot change the checkpoint");
+    if (fd >= 0) close(fd);
+    s = run_train("--quiet --threads 2 --load {T}/mem.ck --eval-tokens 256");
+    EXPECT_EXIT(s, 1, "a checkpoint with a changed moment loaded: exit %d", WEXITSTATUS(s));
+    EXPECT(strstr(err_buf, "checksum mismatch"), "stderr: %s", err_buf);
+    return fails;
+}
+
 // 14. An output that cannot be written fails before training: a file name
 // too long for a temporary beside it, a folder the user cannot write.
 static int test_outputs_checked_before_training(void) {
@@ -1436,6 +1476,7 @@ const test_case cli_tests[] = {
     {"cli/checkpoints_that_lie", test_checkpoints_that_lie},
     {"cli/options_checked_up_front", test_options_checked_up_front},
     {"cli/memory_counts_cgroup_and_weights", test_memory_counts_cgroup_and_weights},
+    {"cli/memory_estimate_first", test_memory_estimate_first},
     {"cli/outputs_checked_before_training", test_outputs_checked_before_training},
     {"cli/json_is_utf8", test_json_is_utf8},
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
