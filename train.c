@@ -171,7 +171,7 @@ static void check_paths(const options *o) {
     const struct {
         const char *path, *what;
         int output;
-    } f[] = {{strcmp(o->data, "cats") && strncmp(o->data, "task:", 5) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0},
+    } f[] = {{data_is_path(o->data) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0},
              {o->resume, "--resume", 0}, {o->init, "--init", 0},
              {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}};
     const int n = sizeof f / sizeof f[0];
@@ -298,16 +298,11 @@ static void check_same_corpus(const options *o, const run_t *r) {
     uint64_t size;
     uint32_t crc;
     data_identity(&r->d, &size, &crc);
-    if (r->d.kind == DATA_TASK && crc != st->data_crc) {
-        // the file holds the CRC-32 of "task:NAME A:B" (data_task_sizes), not the sizes: find them
-        char spec[96];
-        for (int lo = 1; lo <= TASK_MAX_SIZE; lo++)
-            for (int hi = lo; hi <= TASK_MAX_SIZE; hi++) {
-                snprintf(spec, sizeof spec, "task:%s %d:%d", task_name(r->d.task), lo, hi);
-                if ((uint32_t)crc32_update(0, spec, strlen(spec)) == st->data_crc)
-                    die_usage("--resume %s: the run was trained with --task-len %d:%d, not %d:%d; give --task-len %d:%d",
-                              o->resume, lo, hi, r->d.train_len.lo, r->d.train_len.hi, lo, hi);
-            }
+    if (data_has(&r->d, CORPUS_TASKS) && crc != st->data_crc) {
+        task_range was;  // the file holds the identity of the sizes, not the sizes: find them
+        if (data_task_sizes_of(&r->d, st->data_crc, &was))
+            die_usage("--resume %s: the run was trained with --task-len %d:%d, not %d:%d; give --task-len %d:%d",
+                      o->resume, was.lo, was.hi, r->d.train_len.lo, r->d.train_len.hi, was.lo, was.hi);
         die_runtime("--resume %s: the run was trained with other task sizes than --task-len %d:%d (or another task); "
                     "give the --task-len it started with", o->resume, r->d.train_len.lo, r->d.train_len.hi);
     }
@@ -321,7 +316,7 @@ static void check_same_corpus(const options *o, const run_t *r) {
 // --data task:NAME: its sizes, and a --ctx that fits the longest training
 // instance when none is given; the task options are refused for other data.
 static void resolve_task(options *o, run_t *r, int from) {
-    if (r->d.kind != DATA_TASK) {
+    if (!data_has(&r->d, CORPUS_TASKS)) {
         static const char *const task_opts[] = {"task-len", "test-len", "task-eval"};
         for (int i = 0; i < 3; i++)
             if (options_given(o, task_opts[i])) die_usage("--%s needs --data task:NAME (%s)", task_opts[i], task_names());
@@ -341,7 +336,7 @@ static void resolve_task(options *o, run_t *r, int from) {
 #define CATS_SOLVE_ACC 0.99f
 
 static void resolve_until_solved(options *o, const run_t *r, int from) {
-    if (r->d.kind != DATA_CATS) {
+    if (!data_has(&r->d, CORPUS_ORDER_PROBE)) {
         if (o->until_solved > 0)
             die_usage("--until-solved reads the order probe, which only --data cats has; leave it out for --data %s", o->data);
         return;
@@ -460,7 +455,7 @@ static void resolve_run(options *o, run_t *r) {
     if (o->save_every && !o->save) die_usage("--save-every needs --save FILE");
     if (o->stop_at && !o->save) die_usage("--stop-at needs --save FILE, or the run would be lost");
     if (strlen(o->data) >= CKPT_PATH_MAX && o->save) die_usage("--data: a path of %zu bytes is longer than any the system opens", strlen(o->data));
-    if (o->attn_png && r->d.kind != DATA_CATS) die_usage("--attn-png draws a cats sentence; it needs --data cats");
+    if (o->attn_png && !data_has(&r->d, CORPUS_ORDER_PROBE)) die_usage("--attn-png draws a cats sentence; it needs --data cats");
     check_sampling(o, r);
     if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))
         die_usage("--stop-at %ld ends the run before its evaluation, so --json, --attn-png, --sample and --eval-ctx would "
@@ -526,11 +521,11 @@ static curve_point measure_point(const options *o, run_t *r, long step, double t
     size_t tokens = (size_t)o->eval_tokens < CURVE_EVAL_TOKENS ? (size_t)o->eval_tokens : CURVE_EVAL_TOKENS;
     eval_perplexity(&r->m, &r->d, (int)o->ctx, tokens, &ev);
     if (ev.ok) c.val_loss = ev.loss;
-    if (r->d.kind == DATA_CATS) {
+    if (data_has(&r->d, CORPUS_ORDER_PROBE)) {
         int n;
         c.order_acc = eval_order(&r->m, &r->d, &n);
     }
-    if (r->d.kind == DATA_TASK) {
+    if (data_has(&r->d, CORPUS_TASKS)) {
         task_result t;
         eval_task(&r->m, &r->d, r->d.train_len, o->task_eval < CURVE_TASK_INSTANCES ? (int)o->task_eval : CURVE_TASK_INSTANCES, 0, &t);
         c.task_acc = t.acc;
@@ -694,12 +689,12 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
             er->failed |= ev->nonfinite;
         }
     }
-    if (r->d.kind == DATA_CATS) {
+    if (data_has(&r->d, CORPUS_ORDER_PROBE)) {
         er->has_order = 1;
         er->order_acc = eval_order(&r->m, &r->d, &er->n_order);
         printf("order_acc=%.3f n=%d\n", er->order_acc, er->n_order);
     }
-    if (r->d.kind == DATA_TASK) evaluate_task(o, r, er);
+    if (data_has(&r->d, CORPUS_TASKS)) evaluate_task(o, r, er);
     fflush(stdout);
 }
 

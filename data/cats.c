@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
+#include "corpus.h"
 
 enum { TOK_PAD = 0, TOK_MASK, TOK_THE, TOK_DOT, TOK_WHO, TOK_QMARK, TOK_IS, TOK_FIRST_NOUN };
 
@@ -61,7 +61,7 @@ void cats_make_example(int subj, int verb, int obj, int ask_subject, cats_exampl
 }
 
 // Chooses the held-out (unordered pair, verb) combinations from the seed.
-void cats_init_held_out(data_t *d) {
+static void cats_init_held_out(data_t *d) {
     memset(d->held, 0, sizeof d->held);
     rng_t r = {d->seed ^ 0xC0FFEE1234ull};
     int chosen = 0;
@@ -137,3 +137,94 @@ int cats_probe(const data_t *d, cats_example *probe) {
             }
     return n;
 }
+
+static int cats_takes(const char *spec, const unsigned char *head, size_t got) {
+    (void)head, (void)got;
+    return strcmp(spec, "cats") == 0;
+}
+
+static int cats_vocab(int causal) {
+    (void)causal;  // [MASK] is in the vocabulary in both modes
+    return cats_vocab_size();
+}
+
+static void cats_open(data_t *d, const char *spec) {
+    (void)spec;
+    d->mask_token = TOK_MASK;
+    cats_init_held_out(d);
+}
+
+static int cats_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
+    (void)d;
+    if (T < CATS_MAX_EXAMPLE + 1) {
+        snprintf(err, errlen, "--ctx %d is shorter than one cats example and its answer (%d tokens); use --ctx %d or more",
+                 T, CATS_MAX_EXAMPLE + 1, CATS_MAX_EXAMPLE + 1);
+        return 0;
+    }
+    return 1;
+}
+
+// Evaluation rows are training-like rows from each window's own stream.
+static size_t cats_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
+    (void)d, (void)L, (void)err, (void)errlen;
+    return want;
+}
+
+static void cats_eval_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
+    (void)w;
+    cats_fill_row(d, rng, L, tokens, targets, seg);
+}
+
+// Words separated by white space.
+static int cats_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen) {
+    int n = 0;
+    for (const char *p = text;;) {
+        p += strspn(p, " \t\n");
+        size_t len = strcspn(p, " \t\n");
+        if (!len) break;
+        int tok = -1;
+        for (int t = 0; t < d->vocab && tok < 0; t++)
+            if (strlen(cats_word(t)) == len && strncmp(cats_word(t), p, len) == 0 && data_is_text(d, t)) tok = t;
+        if (tok < 0) {
+            snprintf(err, errlen, "--prompt word '%.*s' is not in the cats vocabulary (words like: the cat chases dog . who is chased ?)",
+                     len > 60 ? 60 : (int)len, p);
+            return -1;
+        }
+        if (n == max) return data_prompt_too_long(max, err, errlen);
+        out[n++] = tok;
+        p += len;
+    }
+    return n;
+}
+
+static void cats_decode(const data_t *d, int t, char *buf, size_t buflen) {
+    (void)d;
+    snprintf(buf, buflen, "%s ", cats_word(t));
+}
+
+static int cats_is_text(const data_t *d, int token) {
+    (void)d;
+    return token != TOK_PAD;
+}
+
+static int cats_write_example(const char *dir, char *spec, size_t cap) {
+    (void)dir;
+    return snprintf(spec, cap, "cats") > 0;
+}
+
+const corpus_ops corpus_cats = {
+    .name = "cats",
+    .caps = CORPUS_ORDER_PROBE,
+    .takes = cats_takes,
+    .vocab = cats_vocab,
+    .open = cats_open,
+    .check_ctx = cats_check_ctx,
+    .row = cats_fill_row,
+    .eval_windows = cats_eval_windows,
+    .eval_row = cats_eval_row,
+    .encode = cats_encode,
+    .decode = cats_decode,
+    .is_text = cats_is_text,
+    .default_prompt = "the",
+    .example = cats_write_example,
+};

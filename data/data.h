@@ -10,7 +10,14 @@
 #include "../core/common.h"
 #include "tasks.h"
 
-enum { DATA_CATS = 0, DATA_TEXT = 1, DATA_TASK = 2, DATA_SHARD = 3 };
+// What a corpus offers beyond rows of tokens; train.c and eval/ ask for
+// these (data_has) instead of naming a kind.
+enum {
+    CORPUS_ORDER_PROBE = 1 << 0,  // held-out order questions (eval_order, --until-solved, --attn-png)
+    CORPUS_TASKS = 1 << 1,        // instances of sizes: --task-len/--test-len, scored by eval_task
+};
+
+typedef struct corpus_ops corpus_ops;  // one kind of corpus (corpus.h)
 
 // llm.c's token shards (dev/data/*.bin): 256 int32 of header (magic,
 // version 1, token count), then uint16 GPT-2 tokens.
@@ -31,7 +38,7 @@ typedef struct {
 } cats_example;
 
 typedef struct {
-    int kind;      // DATA_*
+    const corpus_ops *ops;  // the kind
     int causal;
     int vocab;
     int mask_token;   // [MASK] id (bidirectional mode)
@@ -41,6 +48,8 @@ typedef struct {
     char *path;         // --data as given (a copy)
     unsigned char *bytes;  // the file (a shard: header included)
     size_t n, n_train;  // tokens; train = [0, n_train), validation = the rest
+    size_t tok_offset;  // token i is tok_bytes little-endian bytes at bytes + tok_offset + tok_bytes * i
+    int tok_bytes;
     uint32_t crc;       // CRC-32 of the bytes: the corpus's identity in checkpoints
     // task
     int task;
@@ -59,10 +68,17 @@ void data_open(data_t *d, const char *spec, int causal, unsigned long long seed)
 // corpora). Exits as data_open does on a spec or file that cannot be used.
 void data_describe(const char *spec, int causal, int *vocab, size_t *bytes);
 void data_close(data_t *d);
+// 1 when the corpus offers cap (CORPUS_*).
+int data_has(const data_t *d, unsigned cap);
+// 1 when spec names a file (no built-in corpus takes it).
+int data_is_path(const char *spec);
 // A task's training sizes ("A:B") and test sizes ("A:B,C:D…"; NULL: twice and
 // four times the longest training size). 0 with a message when they are bad
 // or overlap.
 int data_task_sizes(data_t *d, const char *train, const char *tests, char *err, size_t errlen);
+// The training sizes of a task run whose identity (data_identity) is crc,
+// for --resume's message: 1 and *r, or 0 when none gives it.
+int data_task_sizes_of(const data_t *d, uint32_t crc, task_range *r);
 // One task row of length T with an instance of a size in r from rng (T must
 // hold it: task_len(d->task, r.hi) tokens).
 void data_task_row(const data_t *d, rng_t *rng, task_range r, int T, int *tokens, int *targets, int *seg);

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "corpus.h"
+
 enum { T_COPY, T_REVERSE, T_SORT, T_ADDITION, T_COUNT, T_SELECTIVE, T_FLIPFLOP, T_N };
 static const char *const names[T_N] = {"copy", "reverse", "sort", "addition", "count", "selective-copy", "flipflop"};
 static const char chars[TT_VOCAB + 1] = "_#|.0123456789+?*wir";
@@ -159,3 +161,169 @@ bad:
     snprintf(err, errlen, "'%s': expected a range of sizes A:B, e.g. 1:16", s);
     return 0;
 }
+
+// The tasks as a corpus (--data task:NAME): training rows of the training
+// sizes, evaluation rows likewise from each window's own stream.
+// A task run's identity in checkpoints: the CRC-32 of "task:NAME A:B".
+static uint32_t task_identity(int task, int lo, int hi) {
+    char buf[96];
+    snprintf(buf, sizeof buf, "task:%s %d:%d", task_name(task), lo, hi);
+    return crc32_update(0, buf, strlen(buf));
+}
+
+int data_task_sizes(data_t *d, const char *train, const char *tests, char *err, size_t errlen) {
+    char e[160], buf[512];
+    if (!task_parse_range(train, &d->train_len, e, sizeof e)) return snprintf(err, errlen, "--task-len %s", e), 0;
+    int hi = d->train_len.hi;
+    if (!tests) {
+        if (hi >= TASK_MAX_SIZE)  // no unseen size is left for the default test ranges; nobody gave --test-len
+            return snprintf(err, errlen, "--task-len %d:%d leaves no larger size to test on (sizes go up to %d): give "
+                            "a smaller --task-len, or --test-len with sizes it does not cover", d->train_len.lo, hi,
+                            TASK_MAX_SIZE), 0;
+        snprintf(buf, sizeof buf, "%d:%d,%d:%d", hi + 1, 2 * hi, 2 * hi + 1, 4 * hi);
+        if (4 * hi > TASK_MAX_SIZE) snprintf(buf, sizeof buf, "%d:%d", hi + 1, TASK_MAX_SIZE);
+        tests = buf;
+    }
+    d->n_tests = 0;
+    if (!*tests) return snprintf(err, errlen, "--test-len is empty: give size ranges A:B,C:D,…"), 0;
+    for (const char *p = tests; *p;) {
+        size_t len = strcspn(p, ",");
+        char one[64];
+        if (len == 0 || len >= sizeof one) return snprintf(err, errlen, "--test-len '%s': expected A:B,C:D,…", tests), 0;
+        if (d->n_tests == TASK_MAX_TESTS) return snprintf(err, errlen, "--test-len: at most %d ranges", TASK_MAX_TESTS), 0;
+        memcpy(one, p, len), one[len] = 0;
+        task_range *r = &d->tests[d->n_tests++];
+        if (!task_parse_range(one, r, e, sizeof e)) return snprintf(err, errlen, "--test-len %s", e), 0;
+        if (r->lo <= d->train_len.hi && r->hi >= d->train_len.lo)
+            return snprintf(err, errlen, "--test-len %d:%d overlaps the training sizes %d:%d; test sizes must be unseen",
+                            r->lo, r->hi, d->train_len.lo, d->train_len.hi), 0;
+        p += len;
+        if (*p == ',' && !*++p) return snprintf(err, errlen, "--test-len '%s': expected A:B,C:D,…", tests), 0;
+    }
+    d->crc = task_identity(d->task, d->train_len.lo, d->train_len.hi);
+    return 1;
+}
+
+int data_task_sizes_of(const data_t *d, uint32_t crc, task_range *r) {
+    for (int lo = 1; lo <= TASK_MAX_SIZE; lo++)
+        for (int hi = lo; hi <= TASK_MAX_SIZE; hi++)
+            if (task_identity(d->task, lo, hi) == crc) return *r = (task_range){lo, hi}, 1;
+    return 0;
+}
+
+void data_task_row(const data_t *d, rng_t *rng, task_range r, int T, int *tokens, int *targets, int *seg) {
+    int inst[4 * TASK_MAX_SIZE + 8];
+    unsigned char answer[4 * TASK_MAX_SIZE + 8];
+    int n = r.lo + (int)rng_below(rng, (uint32_t)(r.hi - r.lo + 1));
+    int len = task_make(d->task, n, rng, inst, answer);
+    for (int t = 0; t < T; t++) {
+        int in = t < len;
+        tokens[t] = in ? inst[t] : TT_PAD;
+        targets[t] = -1;
+        seg[t] = in ? 0 : -1 - t;  // each pad alone: the instance never sees one
+        if (!in) continue;
+        if (d->causal) {  // answer token t + 1 is predicted at t
+            if (t + 1 < len && answer[t + 1]) targets[t] = inst[t + 1];
+        } else if (answer[t]) {  // every answer token masked at once
+            tokens[t] = TT_MASK;
+            targets[t] = inst[t];
+        }
+    }
+}
+
+static int task_takes(const char *spec, const unsigned char *head, size_t got) {
+    (void)head, (void)got;
+    return strncmp(spec, "task:", 5) == 0;
+}
+
+static int task_check(const char *spec, char *err, size_t errlen) {
+    if (task_find(spec + 5) >= 0) return 1;
+    snprintf(err, errlen, "--data '%s': no such task; the tasks are %s", spec, task_names());
+    return 0;
+}
+
+static int task_vocab(int causal) {
+    (void)causal;  // [MASK] is in the vocabulary in both modes
+    return TT_VOCAB;
+}
+
+static void task_open(data_t *d, const char *spec) {
+    d->task = task_find(spec + 5);
+    d->mask_token = TT_MASK;
+    char err[256];
+    if (!data_task_sizes(d, "1:16", NULL, err, sizeof err)) die_usage("%s", err);
+}
+
+static int task_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
+    int need = task_len(d->task, d->train_len.hi);
+    if (T < need) {
+        snprintf(err, errlen, "--ctx %d is shorter than a %s instance of size %d (%d tokens); use --ctx %d or more, or "
+                 "leave --ctx out (it then fits the longest training instance)", T, task_name(d->task), d->train_len.hi, need, need);
+        return 0;
+    }
+    return 1;
+}
+
+static void task_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int *seg) {
+    data_task_row(d, rng, d->train_len, T, tokens, targets, seg);
+}
+
+static size_t task_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
+    if (L < task_len(d->task, d->train_len.hi)) {
+        snprintf(err, errlen, "ctx=%d is shorter than the longest training instance (%d tokens); the task's loss is "
+                 "measured on training-size instances", L, task_len(d->task, d->train_len.hi));
+        return 0;
+    }
+    return want;
+}
+
+static void task_eval_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
+    (void)w;
+    data_task_row(d, rng, d->train_len, L, tokens, targets, seg);
+}
+
+static int task_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen) {
+    (void)d;
+    int n = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == ' ') continue;
+        int t = task_token_of_char(*p);
+        if (t < 0 || t == TT_MASK) return snprintf(err, errlen, "--prompt '%c' is not a task token (0-9 | . + ? * w i r _)", *p), -1;
+        if (n == max) return data_prompt_too_long(max, err, errlen);
+        out[n++] = t;
+    }
+    return n;
+}
+
+static void task_decode(const data_t *d, int t, char *buf, size_t buflen) {
+    (void)d;
+    snprintf(buf, buflen, "%c", task_token_char(t));
+}
+
+static int task_is_text(const data_t *d, int token) {
+    (void)d;
+    return token != TT_PAD;
+}
+
+static int task_example(const char *dir, char *spec, size_t cap) {
+    (void)dir;
+    return snprintf(spec, cap, "task:addition") > 0;
+}
+
+const corpus_ops corpus_task = {
+    .name = "task",
+    .caps = CORPUS_TASKS,
+    .takes = task_takes,
+    .check = task_check,
+    .vocab = task_vocab,
+    .open = task_open,
+    .check_ctx = task_check_ctx,
+    .row = task_row,
+    .eval_windows = task_eval_windows,
+    .eval_row = task_eval_row,
+    .encode = task_encode,
+    .decode = task_decode,
+    .is_text = task_is_text,
+    .default_prompt = NULL,  // no default question
+    .example = task_example,
+};

@@ -80,7 +80,7 @@ void viz_attention_size(const model_t *m, const data_t *d, int *w, int *h) {
 }
 
 int viz_attention_png(model_t *m, const data_t *d, const char *path, char *err, size_t errlen) {
-    if (d->kind != DATA_CATS) {
+    if (!data_has(d, CORPUS_ORDER_PROBE)) {
         snprintf(err, errlen, "--attn-png draws a cats probe sentence; use --data cats");
         return -1;
     }

@@ -90,7 +90,7 @@ void test_random_batch(int B, int T, int V, int causal, unsigned long long seed,
 
 // The suites, in the order they run: a new suite (a file defining
 // NAME_tests[] and n_NAME_tests) is one more word here.
-#define SUITES(X) X(kernel) X(grad) X(prop) X(task) X(cli) X(torch) X(mpi)
+#define SUITES(X) X(kernel) X(grad) X(prop) X(data) X(task) X(cli) X(torch) X(mpi)
 #define DECLARE(s) extern const test_case s##_tests[]; extern const int n_##s##_tests;
 SUITES(DECLARE)
 #define ENTRY(s) {s##_tests, &n_##s##_tests},
