@@ -418,12 +418,11 @@ void options_json_config(FILE *f, const options *o, const model_t *m) {
     }
     json_key(f, "vocab", &first);
     fprintf(f, "%d", m->cfg.vocab);
-    const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
-    for (int s = 0; s < 2; s++) {
-        const pe_ops *e = slots[s]->ops;
+    for (int s = 0; s < PE_SLOTS; s++) {
+        const pe_ops *e = m->pe[s].ops;
         for (int k = 0; e && e->options && e->options[k].name; k++) {
             const pe_option *p = &e->options[k];
-            double v = slots[s]->opt[k];
+            double v = m->pe[s].opt[k];
             json_key(f, p->name, &first);
             if (isnan(v)) {
                 fprintf(f, "null");

@@ -101,12 +101,11 @@ static void encode_settings(text_buf *t, const model_t *m, const train_state *st
     text_add(t, "pe=%s\nattn=%s\nvocab=%d\nctx=%d\nd_model=%d\nlayers=%d\nheads=%d\n", c->pe,
              c->causal ? "causal" : "bidir", c->vocab, c->ctx, c->d_model, c->layers, c->heads);
     // the encodings' options that define the model (not the evaluation-only ones)
-    const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
     if (c->base_ctx > 0) text_add(t, "base_ctx=%d\n", c->base_ctx);
     if (c->rand_pos > 0) text_add(t, "rand_pos=%d\n", c->rand_pos);
     for (int i = 0; i < c->n_settings; i++) {
         const pe_option *o = NULL;
-        for (int k = 0; k < 2 && !o; k++) o = pe_option_find(slots[k]->ops, c->settings[i].name, NULL);
+        for (int k = 0; k < PE_SLOTS && !o; k++) o = pe_option_find(m->pe[k].ops, c->settings[i].name, NULL);
         if (o && (!o->eval_only || (o->tunes && c->base_ctx > 0)))
             text_add(t, "opt.%s=%.17g\n", c->settings[i].name, c->settings[i].value);
     }

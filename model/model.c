@@ -27,11 +27,11 @@ static int check_shape(const model_config *c, char *err, size_t errlen) {
 }
 
 int model_config_check(const model_config *c, char *err, size_t errlen) {
-    const pe_ops *ops[2];
+    const pe_ops *ops[PE_SLOTS];
     if (!pe_parse_spec(c->pe, &ops[0], &ops[1], err, errlen) || !check_shape(c, err, errlen) ||
         !pe_check_settings(c->pe, c, err, errlen))
         return 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < PE_SLOTS; i++) {
         pe_t pe;
         if (ops[i] && !pe_resolve(&pe, ops[i], c, err, errlen)) return 0;
     }
@@ -44,7 +44,7 @@ int model_config_check(const model_config *c, char *err, size_t errlen) {
             snprintf(err, errlen, "--rand-pos with --pe %s: the encoding reads no positions", c->pe);
             return 0;
         }
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < PE_SLOTS; i++)
             if (ops[i] && !ops[i]->reads_positions) {
                 char takers[256] = "";
                 for (int r = 0; r < pe_registry_count; r++)
@@ -87,14 +87,13 @@ static void model_build(model_t *m, const model_config *cfg) {
     m->fcprojb = param_add(t, "fcprojb", L * C, 0, INIT_ZERO, 0);
     m->lnfw = param_add(t, "lnfw", C, 0, INIT_ONE, 0);
     m->lnfb = param_add(t, "lnfb", C, 0, INIT_ZERO, 0);
-    pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
-    const pe_ops *ops[2] = {abs, rel};
-    for (int i = 0; i < 2; i++) {
+    const pe_ops *ops[PE_SLOTS] = {abs, rel};
+    for (int i = 0; i < PE_SLOTS; i++) {
         if (!ops[i]) continue;
-        pe_resolve(slots[i], ops[i], &m->cfg, err, sizeof err);  // checked above
-        slots[i]->chunk = m->attn_chunk;
-        if (ops[i]->init) ops[i]->init(slots[i], t);
-        for (int k = 0; k < PE_MAX_TENSORS; k++) slots[i]->off[k] = t->t[slots[i]->tensor[k]].offset;
+        pe_resolve(&m->pe[i], ops[i], &m->cfg, err, sizeof err);  // checked above
+        m->pe[i].chunk = m->attn_chunk;
+        if (ops[i]->init) ops[i]->init(&m->pe[i], t);
+        for (int k = 0; k < PE_MAX_TENSORS; k++) m->pe[i].off[k] = t->t[m->pe[i].tensor[k]].offset;
     }
 }
 
@@ -117,9 +116,8 @@ void model_create(model_t *m, const model_config *cfg) {
 }
 
 void model_free(model_t *m) {
-    pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
-    for (int i = 0; i < 2; i++)
-        if (slots[i]->ops && slots[i]->ops->free) slots[i]->ops->free(slots[i]);
+    for (int i = 0; i < PE_SLOTS; i++)
+        if (m->pe[i].ops && m->pe[i].ops->free) m->pe[i].ops->free(&m->pe[i]);
     free(m->params);
     free(m->grads);
     free(m->m);
@@ -136,19 +134,17 @@ size_t model_num_params(const model_t *m) { return m->tab.total; }
 
 int model_max_eval_ctx(const model_t *m) {
     int most = m->cfg.rand_pos > 0 ? m->cfg.rand_pos : INT_MAX;  // positions are drawn from [0, rand_pos)
-    const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
-    for (int i = 0; i < 2; i++)
-        if (slots[i]->ops && slots[i]->ops->max_eval_ctx) {
-            int n = slots[i]->ops->max_eval_ctx(slots[i]);
+    for (int i = 0; i < PE_SLOTS; i++)
+        if (m->pe[i].ops && m->pe[i].ops->max_eval_ctx) {
+            int n = m->pe[i].ops->max_eval_ctx(&m->pe[i]);
             most = n < most ? n : most;
         }
     return most;
 }
 
 void model_eval_length(model_t *m, int L) {
-    pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
-    for (int i = 0; i < 2; i++)
-        if (slots[i]->ops && slots[i]->ops->eval_length) slots[i]->ops->eval_length(slots[i], L);
+    for (int i = 0; i < PE_SLOTS; i++)
+        if (m->pe[i].ops && m->pe[i].ops->eval_length) m->pe[i].ops->eval_length(&m->pe[i], L);
 }
 
 static int max_threads(void) {
@@ -225,9 +221,8 @@ static double run_bytes(const model_t *m, int B, int T, int training) {
     int n = acts_layout(&a, m, B, T, training, buf);
     double bytes = 0;
     for (int i = 0; i < n; i++) bytes += (double)buf[i].n * sizeof(float);
-    const pe_t *slots[2] = {&m->pe_abs, &m->pe_rel};
-    for (int i = 0; i < 2; i++)
-        if (slots[i]->ops && slots[i]->ops->table_floats) bytes += (double)slots[i]->ops->table_floats(slots[i], T) * sizeof(float);
+    for (int i = 0; i < PE_SLOTS; i++)
+        if (m->pe[i].ops && m->pe[i].ops->table_floats) bytes += (double)m->pe[i].ops->table_floats(&m->pe[i], T) * sizeof(float);
     if (training) bytes += 4.0 * (double)m->tab.total * sizeof(float);
     return bytes;
 }
@@ -330,9 +325,9 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     // x = E[tok] + P(t)
     const float *wte = P(m, wte);
     for (size_t i = 0; i < BT; i++) memcpy(a->encoded + i * C, wte + (size_t)tokens[i] * C, sizeof(float) * C);
-    if (m->pe_abs.ops) PROF(PROF_ENCODING, m->pe_abs.ops->input_forward(&m->pe_abs, m->params, a->encoded, B, T, a->pos));
+    if (m->pe[PE_ABS].ops) PROF(PROF_ENCODING, m->pe[PE_ABS].ops->input_forward(&m->pe[PE_ABS], m->params, a->encoded, B, T, a->pos));
     int span = a->pos ? c->rand_pos : T;  // the positions the encodings' tables must cover
-    pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
+    pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
     if (rel) rel->chunk = a->chunk, rel->pos = a->pos, rel->pos_B = B, rel->pos_T = T;
     const float *x = a->encoded;
     for (int l = 0; l < L; l++) {
@@ -384,7 +379,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     const float *xlast = a->res3 + (size_t)(L - 1) * BTC;
     ops_zero(a->dres, BTC);
     PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, lnfw), G(m, lnfb), a->dln, xlast, P(m, lnfw), a->lnf_mean, a->lnf_rstd, BT, C));
-    pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
+    pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
     if (rel) rel->pos = a->pos, rel->pos_B = a->B, rel->pos_T = a->T;
     for (int l = L - 1; l >= 0; l--) {
         const float *x = l ? a->res3 + (size_t)(l - 1) * BTC : a->encoded;  // the layer's input
@@ -422,7 +417,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
                                P(m, ln1w) + (size_t)l * C, a->ln1_mean + (size_t)l * BT, a->ln1_rstd + (size_t)l * BT, BT, C));
     }
     // x = E[tok] + P(t)
-    if (m->pe_abs.ops && m->pe_abs.ops->input_backward) PROF(PROF_ENCODING, m->pe_abs.ops->input_backward(&m->pe_abs, m->grads, a->dres, B, T, a->pos));
+    if (m->pe[PE_ABS].ops && m->pe[PE_ABS].ops->input_backward) PROF(PROF_ENCODING, m->pe[PE_ABS].ops->input_backward(&m->pe[PE_ABS], m->grads, a->dres, B, T, a->pos));
     float *dwte = G(m, wte);
     for (size_t i = 0; i < BT; i++) {
         float *g = dwte + (size_t)tokens[i] * C;

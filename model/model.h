@@ -49,12 +49,16 @@ typedef struct {
     double seconds[PROF_N];
 } model_profile;
 
+// The model's two encoding slots: an absolute one (added to the input) and a
+// relative one (in attention); a composite fills both.
+enum { PE_ABS, PE_REL, PE_SLOTS };
+
 typedef struct {
     model_config cfg;
     param_table tab;
     // indices of the core tensors in tab
     int wte, ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb;
-    pe_t pe_abs, pe_rel;   // ops == NULL when absent
+    pe_t pe[PE_SLOTS];     // [PE_ABS] and [PE_REL]; ops == NULL when absent
     float *params, *grads, *m, *v;  // each tab.total floats
     // Rows of the score matrix attention computes at a time (ATTN_CHUNK). The
     // tests set it to T to get the plain full-matrix computation and

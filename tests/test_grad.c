@@ -194,7 +194,7 @@ enum { FUSED_CHUNK = 24 };
 static void at_run(at_ctx *c) {
     model_t *m = c->m;
     const model_config *cf = &m->cfg;
-    pe_t *rel = m->pe_rel.ops ? &m->pe_rel : NULL;
+    pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
     memcpy(c->qkv, c->qkv_in, sizeof(float) * 3 * c->B * c->T * cf->d_model);
     if (rel) rel->pos = c->pos, rel->pos_B = c->B, rel->pos_T = c->T;  // as model_forward sets them
     if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos);
@@ -233,7 +233,7 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos, int fus
     fd_samples = 0;
     at_loss(&c);
     model_zero_grad(&m);
-    pe_t *rel = m.pe_rel.ops ? &m.pe_rel : NULL;
+    pe_t *rel = m.pe[PE_REL].ops ? &m.pe[PE_REL] : NULL;
     attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, fused ? FUSED_CHUNK : ATTN_CHUNK, pa.pos};
     if (fused) attn_fused_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
     else attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);

@@ -305,7 +305,7 @@ static int test_rope_relative(void) {
         memcpy(qkv + (size_t)pairs[p][0] * 3 * C, q, sizeof q);
         memcpy(qkv + (size_t)pairs[p][1] * 3 * C + C, k, sizeof k);
     }
-    m.pe_rel.ops->qk_forward(&m.pe_rel, qkv, 1, T, NULL);
+    m.pe[PE_REL].ops->qk_forward(&m.pe[PE_REL], qkv, 1, T, NULL);
     double dots[5];
     for (int p = 0; p < 5; p++) {
         const float *qi = qkv + (size_t)pairs[p][0] * 3 * C, *kj = qkv + (size_t)pairs[p][1] * 3 * C + C;
@@ -364,7 +364,7 @@ static int test_xl_fast_equals_direct(void) {
         float *qkv = malloc(sizeof(float) * T * 3 * C), *S = malloc(sizeof(float) * T * T);
         rng_t r = {3};
         for (int i = 0; i < T * 3 * C; i++) qkv[i] = rng_normal(&r);
-        pe_t *pe = &m.pe_rel;
+        pe_t *pe = &m.pe[PE_REL];
         pe->ops->layer_begin(pe, m.params, 1, T);
         const float *WR = m.params + pe->off[0] + (size_t)C * C, *u = m.params + pe->off[1] + C, *v = m.params + pe->off[2] + C;
         double worst = 0;
@@ -434,7 +434,7 @@ static int test_rope_scaling_formulas(void) {
 // learned: lengths past the training ctx are refused one by one.
 // The bias an encoding adds to head h's scores (T, T) with q = k = 0, layer 0.
 static void bias_matrix(model_t *m, int h, int T, float *s) {
-    pe_t *pe = &m->pe_rel;
+    pe_t *pe = &m->pe[PE_REL];
     int C = m->cfg.d_model;
     float *zero = calloc((size_t)T * C, sizeof(float));
     memset(s, 0, sizeof(float) * T * T);
@@ -505,7 +505,7 @@ static int test_cope_counts(void) {
     float *s = calloc((size_t)T * T, sizeof(float));
     for (int t = 0; t < T; t++)
         for (int e = 0; e < hs; e++) q[(size_t)t * C + e] = (e % 2 ? -1.0f : 1.0f), k[(size_t)t * C + e] = (e % 2 ? -1.0f : 1.0f) * 50.0f / hs;
-    pe_t *pe = &m.pe_rel;
+    pe_t *pe = &m.pe[PE_REL];
     pe->chunk = T;
     pe->ops->layer_begin(pe, m.params, 0, T);
     pe->ops->score_forward(pe, m.params, 0, 0, q, k, C, 0, T, T, s, T, NULL);
