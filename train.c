@@ -16,6 +16,7 @@
 #include "cli/options.h"
 #include "core/dist.h"
 #include "core/files.h"
+#include "core/hooks.h"
 #include "core/startup.h"
 #include "data/data.h"
 #include "eval/eval.h"
@@ -582,20 +583,14 @@ static void train(const options *o, run_t *r, train_report *tr) {
         size_t points = (size_t)((end_step - r->start_step) / o->eval_every + 2);
         tr->curve = r->curve = xcalloc(points, sizeof *tr->curve);
     }
-    // test hooks: PELAB_TEST_NAN_AT=k makes step k's loss NaN; PELAB_TEST_STEP_SLEEP_MS=n
-    // sleeps n ms after each step, so that a test's signal lands mid-run however fast the machine
-    const char *nan_env = getenv("PELAB_TEST_NAN_AT"), *sleep_env = getenv("PELAB_TEST_STEP_SLEEP_MS");
-    long nan_at = nan_env ? atol(nan_env) : -1, sleep_ms = sleep_env ? atol(sleep_env) : 0;
-    // PELAB_TEST_KILL_RANK=r PELAB_TEST_KILL_AT=k: process r dies (SIGKILL) after step k
-    const char *kr = getenv("PELAB_TEST_KILL_RANK"), *ka = getenv("PELAB_TEST_KILL_AT");
-    long die_rank = kr ? atol(kr) : -1, die_at = ka ? atol(ka) : -1;
+    const test_hooks_t *hk = test_hooks();  // a NaN, a pause per step, a process killed, on cue
     double t0 = now_seconds();
     for (long step = r->start_step; step < end_step; step++) {
         data_next_batch(&r->d, B * R, T, r->tok, r->tgt, r->seg);
         model_draw_positions(m, &r->a, (unsigned long long)o->seed, (unsigned long long)step + 1);  // --rand-pos
         const int *tok = r->tok + mine, *tgt = r->tgt + mine, *seg = r->seg + mine;
         double loss = model_forward(m, &r->a, tok, tgt, seg);
-        if (step + 1 == nan_at) loss = NAN;
+        if (step + 1 == hk->nan_at) loss = NAN;
         model_zero_grad(m);
         model_backward(m, &r->a, tok, tgt, seg);
         if (R > 1) {
@@ -649,8 +644,8 @@ static void train(const options *o, run_t *r, train_report *tr) {
             fflush(stdout);
             break;
         }
-        if (sleep_ms > 0) usleep((useconds_t)sleep_ms * 1000);
-        if (step + 1 == die_at && dist_rank() == die_rank) raise(SIGKILL);
+        if (hk->step_sleep_ms > 0) usleep((useconds_t)hk->step_sleep_ms * 1000);
+        if (step + 1 == hk->kill_at && dist_rank() == hk->kill_rank) raise(SIGKILL);
         if (o->save && o->save_every && (step + 1) % o->save_every == 0 && step + 1 < end_step) save_checkpoint(o, r, step + 1);
         if (R > 1 ? agreed_stop : stop_signal) stop_for_signal(o, r, step + 1);
     }
@@ -863,9 +858,7 @@ static void report(const options *o, run_t *r, const train_report *tr, const eva
 // (--stop-at) and has nothing to evaluate yet.
 static int finish_training(const options *o, const run_t *r, const train_report *tr) {
     // The handlers stay through the final save: a signal now waits for it.
-    // Test hook: PELAB_TEST_SIGNAL_AT_SAVE=n raises signal n as the final save begins.
-    const char *hook = getenv("PELAB_TEST_SIGNAL_AT_SAVE");
-    if (hook) raise(atoi(hook));
+    if (test_hooks()->signal_at_save) raise(test_hooks()->signal_at_save);  // the test hook
     if (o->save && !o->load) {
         save_checkpoint(o, r, tr->steps_done);
         if (!o->quiet) printf("saved %s at step %ld\n", o->save, tr->steps_done);

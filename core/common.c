@@ -1,6 +1,8 @@
 // common.c — see common.h.
 #include "common.h"
 
+#include "hooks.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -175,15 +177,11 @@ static double room_up(const char *root, const char *dir) {
 
 // Room left under this process's cgroup memory limits (its group's and its
 // ancestors'), or -1 without one. The group comes from /proc/self/cgroup
-// ("0::/path" for cgroup v2, "N:memory:/path" for v1). For the tests,
-// PELAB_TEST_CGROUP_DIR names a folder holding such files instead, and
-// PELAB_TEST_CGROUP_ROOT the folder above it where the walk stops.
+// ("0::/path" for cgroup v2, "N:memory:/path" for v1), or from the test
+// hooks' cgroup_dir (and cgroup_root, where the walk stops).
 static double cgroup_room_bytes(void) {
-    const char *test = getenv("PELAB_TEST_CGROUP_DIR");
-    if (test) {
-        const char *top = getenv("PELAB_TEST_CGROUP_ROOT");
-        return room_up(top ? top : test, test);
-    }
+    const test_hooks_t *hk = test_hooks();
+    if (hk->cgroup_dir) return room_up(hk->cgroup_root ? hk->cgroup_root : hk->cgroup_dir, hk->cgroup_dir);
     FILE *f = fopen("/proc/self/cgroup", "r");
     if (!f) return -1;
     char line[2048], dir[4096];
@@ -203,11 +201,8 @@ static double cgroup_room_bytes(void) {
 }
 
 double mem_available_bytes(void) {
-    const char *test = getenv("PELAB_TEST_MEM_AVAILABLE");
-    double have = -1;
-    if (test) {
-        have = atof(test);
-    } else {
+    double have = test_hooks()->mem_available;
+    if (have < 0) {
         FILE *f = fopen("/proc/meminfo", "r");
         if (f) {
             char line[256];

@@ -1,0 +1,23 @@
+// hooks.h — the test hooks: values that make rare events happen on cue (a NaN
+// at a given step, a signal as the final save begins, a process killed, a
+// memory limit), so that the tests can check what pelab does then. The
+// tests set them in a child's environment as PELAB_TEST_*; they are read
+// here, once, and production code asks test_hooks(), never the environment.
+#ifndef PELAB_HOOKS_H
+#define PELAB_HOOKS_H
+
+typedef struct {
+    long nan_at;            // PELAB_TEST_NAN_AT: step k's loss is NaN (-1: never)
+    long step_sleep_ms;     // PELAB_TEST_STEP_SLEEP_MS: a pause after each step, so a signal lands mid-run
+    long kill_rank;         // PELAB_TEST_KILL_RANK and _KILL_AT: that process SIGKILLs itself after step k
+    long kill_at;
+    int signal_at_save;     // PELAB_TEST_SIGNAL_AT_SAVE: this signal is raised as the final save begins (0: none)
+    double mem_available;   // PELAB_TEST_MEM_AVAILABLE: bytes, instead of /proc/meminfo (-1: read it)
+    const char *cgroup_dir;   // PELAB_TEST_CGROUP_DIR: a folder of cgroup files instead of the process's group
+    const char *cgroup_root;  // PELAB_TEST_CGROUP_ROOT: where the walk up from cgroup_dir stops
+} test_hooks_t;
+
+// The hooks, read from the environment at the first call.
+const test_hooks_t *test_hooks(void);
+
+#endif
