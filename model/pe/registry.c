@@ -168,6 +168,10 @@ int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, 
     pe->ops = ops;
     pe->cfg = cfg;
     for (int k = 0; ops->options && ops->options[k].name; k++) {
+        if (k == PE_MAX_OPTIONS) {  // an encoding's file declares more than pe_t holds: every test that builds it fails
+            snprintf(err, errlen, "encoding %s declares more than %d options (PE_MAX_OPTIONS in pe.h)", ops->name, PE_MAX_OPTIONS);
+            return 0;
+        }
         const pe_option *o = &ops->options[k];
         const pe_setting *s = config_setting(cfg, o->name);
         double v = s ? s->value : o->def;
