@@ -46,7 +46,9 @@ int corpus_count(void);
 const corpus_ops *corpus_at(int i);
 
 // The parts the file kinds share (data.c): a sequence of d->n tokens, the
-// first n_train for training and the rest for validation.
+// first n_train for training and the rest for validation. Token i of the
+// sequence (tok_bytes little-endian bytes at tok_offset + tok_bytes·i):
+int seq_token(const data_t *d, size_t i);
 int seq_check_ctx(const data_t *d, int T, char *err, size_t errlen);
 void seq_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int *seg);
 size_t seq_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen);

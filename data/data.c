@@ -166,8 +166,7 @@ int data_is_text(const data_t *d, int token) {
     return !d->ops->is_text || d->ops->is_text(d, token);
 }
 
-// The sequence corpora (a file of tokens): token i.
-static int seq_token(const data_t *d, size_t i) {
+int seq_token(const data_t *d, size_t i) {
     const unsigned char *p = d->bytes + d->tok_offset + (size_t)d->tok_bytes * i;
     return d->tok_bytes == 1 ? p[0] : p[0] | p[1] << 8;
 }

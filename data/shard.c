@@ -32,12 +32,10 @@ static void shard_open(data_t *d, const char *path) {
     d->n = count;
     d->tok_offset = SHARD_HEADER_BYTES, d->tok_bytes = 2;
     d->mask_token = SHARD_VOCAB;
-    for (size_t i = 0; i < d->n; i++) {
-        const unsigned char *p = d->bytes + SHARD_HEADER_BYTES + 2 * i;
-        int t = p[0] | p[1] << 8;
-        if (t >= SHARD_VOCAB)
-            die_runtime("--data '%s': token %d at position %zu is not a GPT-2 token (vocabulary %d)", path, t, i, SHARD_VOCAB);
-    }
+    for (size_t i = 0; i < d->n; i++)
+        if (seq_token(d, i) >= SHARD_VOCAB)
+            die_runtime("--data '%s': token %d at position %zu is not a GPT-2 token (vocabulary %d)", path, seq_token(d, i), i,
+                        SHARD_VOCAB);
 }
 
 // Token ids separated by spaces.
