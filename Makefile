@@ -29,11 +29,12 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-# The layers, bottom up: core/ (errors, start-up), data/, plot/ (the PNG canvas), model/ and
-# its encodings in model/pe/, eval/, cli/; train.c on top. A folder includes
-# only folders before it in this list.
-LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c cli/*.c)
-HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h eval/*.h cli/*.h)
+# The layers, bottom up: core/ (errors, start-up, JSON), data/, plot/ (the PNG
+# canvas), model/ and its encodings in model/pe/, run/ (the settings schema,
+# the run's state, checkpoints), eval/, cli/; train.c on top. A folder
+# includes only folders before it in this list.
+LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c run/*.c eval/*.c cli/*.c)
+HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h run/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
 .PHONY: all run test bench fuzz experiments experiments-quick claims claims-check readme readme-check slurm-check deps deps-lab deps-torch check-deps clean
@@ -58,15 +59,15 @@ train-mpi: $(LIB_SRC) train.c $(HEADERS) | check-deps
 tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
 
-bench-pelab: $(LIB_SRC) scripts/bench.c $(HEADERS) | check-deps
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ scripts/bench.c $(LIB_SRC) $(LDLIBS)
+bench-pelab: $(LIB_SRC) bench/bench.c $(HEADERS) | check-deps
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench.c $(LIB_SRC) $(LDLIBS)
 
 bench: deps
 	$(MAKE) bench-pelab train $(if $(HAVE_MPI),train-mpi)
 	@mkdir -p results
 	./bench-pelab
-	scripts/bench-mpi.sh
-	scripts/bench-attn.sh
+	bench/bench-mpi.sh
+	bench/bench-attn.sh
 
 # libFuzzer harnesses (clang; no OpenMP there: clang's needs libomp).
 FUZZ_SECONDS ?= 30

@@ -17,12 +17,13 @@
 #include "core/dist.h"
 #include "core/files.h"
 #include "core/hooks.h"
+#include "core/json.h"
 #include "core/startup.h"
 #include "data/data.h"
 #include "eval/eval.h"
 #include "eval/viz.h"
-#include "model/ckpt.h"
 #include "model/model.h"
+#include "run/ckpt.h"
 
 // SIGINT, SIGTERM and SIGHUP (a closed terminal): the first one lets the
 // current step (or the save under way) finish, then the run saves (with
@@ -113,7 +114,7 @@ typedef struct {
     int *tok, *tgt, *seg;  // (B, T) each
     int have_model, have_data, have_acts;
     curve_point *curve;    // (steps / --eval-every + 1)
-    train_state st;        // read from --load/--resume
+    run_state st;          // read from --load/--resume
     long start_step;
 } run_t;
 
@@ -194,12 +195,7 @@ static void check_paths(const options *o) {
 
 // --sample's model and prompt, checked before the first step.
 static void check_sampling(const options *o, const run_t *r) {
-    if (!o->sample) {  // they shape the sample's text: without one they would be ignored
-        if (options_given(o, "prompt") || options_given(o, "temperature"))
-            die_usage("--%s shapes the text --sample N generates; give --sample N too, or leave it out",
-                      options_given(o, "prompt") ? "prompt" : "temperature");
-        return;
-    }
+    if (!o->sample) return;
     if (!r->m.cfg.causal) die_usage("--sample needs a causal model (--attn causal); this one is bidirectional");
     const char *prompt = o->prompt ? o->prompt : data_default_prompt(&r->d);
     if (!prompt) die_usage("--sample with --data %s needs --prompt, a question such as '3141|'", o->data);
@@ -217,37 +213,23 @@ static void check_sampling(const options *o, const run_t *r) {
 static void load_checkpoint(options *o, run_t *r) {
     const char *from = o->load ? o->load : o->resume;
     char err[1024];
-    int rc = ckpt_load(from, o->pe_opts.settings, o->pe_opts.n_settings, &r->m, &r->st, o->resume != NULL, err, sizeof err);
+    options file;
+    int rc = ckpt_load(from, o->pe_opts.settings, o->pe_opts.n_settings, &r->m, &file, &r->st, o->resume != NULL, err,
+                       sizeof err);
     if (rc == -2) die_usage("%s", err);
     if (rc != 0) die_runtime("%s", err);
     r->have_model = 1;
-    const model_config *c = &r->m.cfg;
-    o->ctx = c->ctx, o->d_model = c->d_model, o->layers = c->layers, o->heads = c->heads, o->rand_pos = c->rand_pos;
-    o->attn = c->causal ? 0 : 1;
-    o->pe = c->pe;
+    long steps_given = o->steps;
+    if (!settings_adopt(o, &file, o->resume ? WITH_RESUME : WITH_LOAD, dist_size(), err, sizeof err))
+        die_usage("--resume %s: %s", from, err);
     if (o->resume) {
-        const train_state *st = &r->st;
-        o->data = st->data;
-        // the checkpoint holds the global batch; each of the processes takes its share
-        if (st->batch % dist_size())
-            die_usage("--resume %s: its batch of %d rows does not split over %d processes; resume with a number of "
-                      "processes that divides it", o->resume, st->batch, dist_size());
-        o->batch = st->batch / dist_size(), o->warmup = st->warmup, o->lr = st->lr, o->wd = st->wd, o->clip = st->clip;
-        o->seed = (long)st->seed;
-        if (!options_given(o, "steps")) o->steps = st->steps;
-        else if (o->steps < st->step)
-            die_usage("--resume %s: the run has done %lld steps, so --steps %ld would train none and shorten its "
-                      "schedule; give --steps %lld or more, or leave it out (the file's %lld)", o->resume,
-                      (long long)st->step, o->steps, (long long)st->step, (long long)st->steps);
-        r->start_step = st->step;
-        char why[256];  // a file can hold values the command line would refuse
-        if (!options_validate(o, why, sizeof why))
-            die_runtime("checkpoint '%s' is corrupt: its run settings are invalid (%s)", o->resume, why);
+        if (options_given(o, "steps") && steps_given < r->st.step)
+            die_usage("--resume %s: the run has done %ld steps, so --steps %ld would train none and shorten its "
+                      "schedule; give --steps %ld or more, or leave it out (the file's %ld)", o->resume,
+                      r->st.step, steps_given, r->st.step, file.steps);
+        r->start_step = r->st.step;
     } else {
-        o->steps = 0;
-        // cats holds out triples chosen by the seed: evaluate on the run's own
-        // held-out set, not on triples it was trained on
-        if (!options_given(o, "seed")) o->seed = (long)r->st.seed;
+        o->steps = 0;  // --load trains nothing
     }
 }
 
@@ -257,13 +239,14 @@ static void load_checkpoint(options *o, run_t *r) {
 // (--rope-scale) become part of the model.
 static void init_from_checkpoint(options *o, run_t *r) {
     model_t src;
-    train_state st;
+    options file;
+    run_state st;
     char err[1024];
-    int rc = ckpt_load(o->init, NULL, 0, &src, &st, 0, err, sizeof err);
+    int rc = ckpt_load(o->init, NULL, 0, &src, &file, &st, 0, err, sizeof err);
     if (rc == -2) die_usage("%s", err);
     if (rc != 0) die_runtime("%s", err);
+    if (!settings_adopt(o, &file, WITH_INIT, dist_size(), err, sizeof err)) die_usage("--init %s: %s", o->init, err);
     model_config cfg = src.cfg;
-    if (!options_given(o, "ctx")) o->ctx = cfg.ctx;
     if (!cfg.base_ctx) cfg.base_ctx = cfg.ctx;
     cfg.ctx = (int)o->ctx;
     for (int i = 0; i < o->pe_opts.n_settings; i++) config_set(&cfg, o->pe_opts.settings[i].name, o->pe_opts.settings[i].value);
@@ -286,15 +269,11 @@ static void init_from_checkpoint(options *o, run_t *r) {
         }
     memcpy(r->m.params, src.params, sizeof(float) * src.tab.total);
     model_free(&src);
-    const model_config *c = &r->m.cfg;
-    o->d_model = c->d_model, o->layers = c->layers, o->heads = c->heads, o->attn = c->causal ? 0 : 1;
-    o->rand_pos = c->rand_pos;
-    o->pe = c->pe;
 }
 
 // A resumed run must train on the bytes it started on.
 static void check_same_corpus(const options *o, const run_t *r) {
-    const train_state *st = &r->st;
+    const run_state *st = &r->st;
     if (!o->resume || !st->data_known) return;
     uint64_t size;
     uint32_t crc;
@@ -317,12 +296,7 @@ static void check_same_corpus(const options *o, const run_t *r) {
 // --data task:NAME: its sizes, and a --ctx that fits the longest training
 // instance when none is given; the task options are refused for other data.
 static void resolve_task(options *o, run_t *r, int from) {
-    if (!data_has(&r->d, CORPUS_TASKS)) {
-        static const char *const task_opts[] = {"task-len", "test-len", "task-eval"};
-        for (int i = 0; i < 3; i++)
-            if (options_given(o, task_opts[i])) die_usage("--%s needs --data task:NAME (%s)", task_opts[i], task_names());
-        return;
-    }
+    if (!data_has(&r->d, CORPUS_TASKS)) return;
     char err[512];
     if (!data_task_sizes(&r->d, o->task_len, o->test_len, err, sizeof err)) die_usage("%s", err);
     if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len(r->d.task, r->d.train_len.hi);
@@ -337,12 +311,7 @@ static void resolve_task(options *o, run_t *r, int from) {
 #define CATS_SOLVE_ACC 0.99f
 
 static void resolve_until_solved(options *o, const run_t *r, int from) {
-    if (!data_has(&r->d, CORPUS_ORDER_PROBE)) {
-        if (o->until_solved > 0)
-            die_usage("--until-solved reads the order probe, which only --data cats has; leave it out for --data %s", o->data);
-        return;
-    }
-    if (o->load) return;  // nothing trains
+    if (!data_has(&r->d, CORPUS_ORDER_PROBE) || o->load) return;  // nothing trains
     if (!options_given(o, "until-solved")) o->until_solved = CATS_SOLVE_ACC;
     if (!from && !options_given(o, "steps")) o->steps = CATS_STEP_CAP;
     if (!options_given(o, "eval-every")) o->eval_every = CATS_EVAL_EVERY;
@@ -377,12 +346,10 @@ static void check_evaluations(const options *o, const run_t *r) {
 
 // A new model's configuration from the options.
 static model_config new_model_config(const options *o, int vocab) {
-    model_config cfg = o->pe_opts;  // the encodings' options as given
-    cfg.vocab = vocab, cfg.ctx = (int)o->ctx, cfg.d_model = (int)o->d_model;
-    cfg.layers = (int)o->layers, cfg.heads = (int)o->heads, cfg.causal = o->attn == 0, cfg.rand_pos = (int)o->rand_pos;
+    model_config cfg;
     if (strlen(o->pe) >= sizeof cfg.pe) die_usage("--pe '%.40s…': unknown encoding (see --list-pe)", o->pe);
-    snprintf(cfg.pe, sizeof cfg.pe, "%s", o->pe);
-    return cfg;
+    run_state st = {.vocab = vocab};
+    return settings_model_config(o, &st);
 }
 
 // The run's one memory estimate, made before anything large is read or
@@ -392,17 +359,19 @@ static model_config new_model_config(const options *o, int vocab) {
 static void check_memory(const options *o) {
     const char *from = o->load ? o->load : o->resume ? o->resume : o->init;
     model_config cfg;
-    train_state st;
+    options file;
+    run_state st;
     uint64_t n_from = 0;
     char err[1024];
     const char *data = o->data;
     int B = (int)o->batch, training = !o->load;
     if (from) {
-        if (ckpt_peek(from, &cfg, &st, &n_from, o->resume != NULL, err, sizeof err) != 0) return;
+        if (ckpt_peek(from, &file, &st, &n_from, o->resume != NULL, err, sizeof err) != 0) return;
+        cfg = settings_model_config(&file, &st);
         if (o->resume) {
-            data = st.data;
-            B = st.batch / dist_size() > 0 ? st.batch / dist_size() : 1;
-            training = (options_given(o, "steps") ? o->steps : st.steps) > st.step;
+            data = file.data;
+            B = file.batch / dist_size() > 0 ? (int)file.batch / dist_size() : 1;
+            training = (options_given(o, "steps") ? o->steps : file.steps) > st.step;
         }
         if (o->init && options_given(o, "ctx")) cfg.ctx = (int)o->ctx;
     }
@@ -433,6 +402,8 @@ static void resolve_run(options *o, run_t *r) {
     int causal = o->attn == 0;
     r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
     data_open(&r->d, o->data, causal, (unsigned long long)o->seed);
+    char err[1024];
+    if (!settings_check_needs(o, data_caps(&r->d), err, sizeof err)) die_usage("%s", err);
     resolve_task(o, r, from);
     resolve_until_solved(o, r, from);
     if (o->init) {
@@ -451,12 +422,8 @@ static void resolve_run(options *o, run_t *r) {
     check_same_corpus(o, r);
     r->m.attn_fused = o->attn_kernel == 1;  // how attention is computed, not part of the model
     if (o->resume) r->d.rng.s = r->st.data_rng;
-    char err[1024];
     if (!data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
-    if (o->save_every && !o->save) die_usage("--save-every needs --save FILE");
-    if (o->stop_at && !o->save) die_usage("--stop-at needs --save FILE, or the run would be lost");
     if (strlen(o->data) >= CKPT_PATH_MAX && o->save) die_usage("--data: a path of %zu bytes is longer than any the system opens", strlen(o->data));
-    if (o->attn_png && !data_has(&r->d, CORPUS_ORDER_PROBE)) die_usage("--attn-png draws a cats sentence; it needs --data cats");
     check_sampling(o, r);
     if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))
         die_usage("--stop-at %ld ends the run before its evaluation, so --json, --attn-png, --sample and --eval-ctx would "
@@ -485,14 +452,15 @@ static void save_checkpoint(const options *o, const run_t *r, long step) {
 }
 
 static void write_checkpoint(const options *o, const run_t *r, long step) {
-    train_state st;
-    memset(&st, 0, sizeof st);
-    st.step = step, st.steps = o->steps, st.batch = (int32_t)(o->batch * dist_size()), st.warmup = (int32_t)o->warmup;
-    st.lr = o->lr, st.wd = o->wd, st.clip = o->clip, st.seed = (uint64_t)o->seed, st.data_rng = r->d.rng.s;
-    snprintf(st.data, sizeof st.data, "%s", o->data);
-    data_identity(&r->d, &st.data_size, &st.data_crc);
+    run_state st = {.vocab = r->m.cfg.vocab, .base_ctx = r->m.cfg.base_ctx, .step = step, .data_rng = r->d.rng.s};
+    uint32_t crc;
+    data_identity(&r->d, &st.data_size, &crc);
+    st.data_crc = crc;
+    static options file;  // the checkpoint's settings: the global batch (an options struct is large for a stack)
+    options_copy(&file, o);
+    settings_scale_per_process(&file, dist_size());
     char err[512];
-    if (ckpt_save(o->save, &r->m, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
+    if (ckpt_save(o->save, &r->m, &file, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
 }
 
 // On SIGINT/SIGTERM after a step: save (with --save), say so, exit 128+signal.
@@ -699,7 +667,7 @@ static void write_json(const char *path, const options *o, const model_t *m, con
     if (atomic_open(&af, path, "--json", err, sizeof err) != 0) die_runtime("%s", err);
     FILE *f = af.f;
     fprintf(f, "{\"config\": {");
-    options_json_config(f, o, m);
+    settings_json_config(f, o, m);
     fprintf(f, "}, \"params\": %zu", model_num_params(m));
     fprintf(f, ", \"train\": {\"steps\": %ld, \"final_loss\": ", tr->steps_done);
     json_number(f, "%.6f", tr->final_loss);
@@ -888,23 +856,22 @@ static int check_stdout(const options *o, int status) {
 
 // MPI: every process must run the same settings (mpirun can give each its
 // own command line): a different --seed or --pe would train two models and
-// exit 0, a different --eval-ctx would hang a collective. Each process
-// hashes its resolved settings (the --json config) and they compare, before
-// the first step; a mismatch is refused on every process.
+// exit 0, a different --eval-ctx would hang a collective. The processes
+// compare a hash of each setting of the schema (as the --json config writes
+// it; the rows marked SET_LOCAL may differ) before the first step; a
+// mismatch is refused on every process, naming the setting.
 static void check_same_settings(const options *o, const run_t *r) {
     if (dist_size() == 1) return;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) die_runtime("cannot compare the processes' settings: out of memory");
-    options_json_config(f, o, &r->m);
-    fclose(f);
-    unsigned crc = (unsigned)crc32_update(0, text, len), lo, hi;
-    free(text);
-    dist_min_max(crc, &lo, &hi);
-    if (lo != hi)
-        die_usage("the %d processes were given different settings (process %d's hash %08x; they range from %08x to "
-                  "%08x); give every process the same command line", dist_size(), dist_rank(), crc, lo, hi);
+    for (int i = 0; i < settings_count; i++) {
+        const setting *s = &settings_schema[i];
+        if ((s->flags & (SET_LOCAL | SET_STATE)) || s->type == SET_ACTION) continue;
+        unsigned h = setting_hash(o, &r->m, i), lo, hi;
+        dist_min_max(h, &lo, &hi);
+        if (lo != hi)
+            die_usage("the %d processes were given different settings: %s%s differs (process %d's hash %08x; they range "
+                      "from %08x to %08x); give every process the same command line", dist_size(),
+                      s->name ? "--" : "", s->name ? s->name : "an encoding's option", dist_rank(), h, lo, hi);
+    }
 }
 
 static void print_header(const options *o, const run_t *r) {
@@ -923,8 +890,7 @@ int main(int argc, char **argv) {
     startup_environment(argv);
     dist_init(&argc, &argv);
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) die_runtime("cannot silence process %d's output", dist_rank());
-    options o;
-    options_defaults(&o);
+    static options o;  // large (it keeps the strings a checkpoint gives)
     options_parse(&o, argc, argv);
     start_process(&o);
     resolve_run(&o, &run);

@@ -122,6 +122,8 @@ void data_close(data_t *d) {
 
 int data_has(const data_t *d, unsigned cap) { return (d->ops->caps & cap) == cap; }
 
+unsigned data_caps(const data_t *d) { return d->ops->caps; }
+
 void data_identity(const data_t *d, uint64_t *size, uint32_t *crc) {
     *size = d->ops->file ? d->n : 0;
     *crc = d->crc;

@@ -70,6 +70,8 @@ void data_describe(const char *spec, int causal, int *vocab, size_t *bytes);
 void data_close(data_t *d);
 // 1 when the corpus offers cap (CORPUS_*).
 int data_has(const data_t *d, unsigned cap);
+// Every capability the corpus offers (CORPUS_* bits).
+unsigned data_caps(const data_t *d);
 // 1 when spec names a file (no built-in corpus takes it).
 int data_is_path(const char *spec);
 // A task's training sizes ("A:B") and test sizes ("A:B,C:D…"; NULL: twice and

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../cli/options.h"
+#include "../core/json.h"
 #include "test.h"
 
 static char tmpdir[64];
@@ -301,7 +302,8 @@ static int test_help_lists_every_option(void) {
     EXPECT(table != NULL, "README.md has no '### Options' section");
     char names[128][48];
     int count = 0;
-    for (int i = 0; i < cli_option_count && count < 128; i++) snprintf(names[count++], 48, "--%s", cli_options[i].name);
+    for (int i = 0; i < settings_count && count < 128; i++)
+        if (settings_schema[i].name) snprintf(names[count++], 48, "--%s", settings_schema[i].name);
     for (int e = 0; e < pe_registry_count; e++)
         for (int k = 0; pe_registry[e]->options && pe_registry[e]->options[k].name && count < 128; k++)
             snprintf(names[count++], 48, "--%s", pe_registry[e]->options[k].name);
@@ -312,6 +314,20 @@ static int test_help_lists_every_option(void) {
         snprintf(word, sizeof word, "`%.40s", names[i]);
         const char *at = table ? strstr(table, word) : NULL;
         EXPECT(at && (!table_end || at < table_end), "README's options table lacks %s", names[i]);
+    }
+    // the README's default column says each row's default (the schema's text)
+    for (int i = 0; table && i < settings_count; i++) {
+        const setting *r = &settings_schema[i];
+        if (!r->name || !r->def || r->type == SET_FLAG) continue;
+        char word[64];
+        snprintf(word, sizeof word, "| `--%.40s ", r->name);
+        const char *row = strstr(table, word);
+        const char *cell = row ? strstr(row + 2, "| ") : NULL;
+        const char *end = cell ? strstr(cell + 2, " |") : NULL;
+        char text[256] = "";
+        if (end) snprintf(text, sizeof text, "%.*s", (int)(end - cell - 2), cell + 2);
+        EXPECT(end && strstr(text, r->def), "README's options table: --%s's default is '%s', the schema's %s", r->name, text,
+               r->def);
     }
     s = run_train("--list-pe");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--list-pe exit");

@@ -155,10 +155,17 @@ static int test_different_settings_refused(void) {
     if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
     int s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --seed 1 : "
                "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --seed 2");
-    EXPECT(s != 0 && s != 124 && strstr(out, "different settings"), "different --seed per process: exit %d: %.400s", s, out);
+    EXPECT(s != 0 && s != 124 && strstr(out, "different settings: --seed differs"), "different --seed per process: exit %d: %.400s", s, out);
     s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --eval-ctx 32 : "
            "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --eval-ctx 32,64");
-    EXPECT(s != 0 && s != 124 && strstr(out, "different settings"), "different --eval-ctx per process: exit %d: %.400s", s, out);
+    EXPECT(s != 0 && s != 124 && strstr(out, "--eval-ctx differs"), "different --eval-ctx per process: exit %d: %.400s", s, out);
+    // an encoding's option is a setting too; the thread count changes no result, so it may differ
+    s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --rope-base 500 : "
+           "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4");
+    EXPECT(s != 0 && s != 124 && strstr(out, "an encoding's option differs"), "different --rope-base per process: exit %d: %.400s", s, out);
+    s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --threads 1 : "
+           "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --threads 2");
+    EXPECT(s == 0, "different --threads per process: exit %d: %.400s", s, out);
     return fails;
 }
 

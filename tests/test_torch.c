@@ -1,5 +1,5 @@
 // test_torch.c — whole-model loss and gradients against the independent
-// PyTorch reference in scripts/torch_ref.py, for every encoding, causal and
+// PyTorch reference in tests/torch_ref.py, for every encoding, causal and
 // bidirectional, each with both attention kernels (blocks and fused). Skipped,
 // with a message, when no python3 has torch.
 //
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../model/attn.h"
-#include "../model/ckpt.h"
+#include "../run/ckpt.h"
 #include "test.h"
 
 static const char *find_python(void) {
@@ -41,7 +41,7 @@ static int test_torch_reference(void) {
     double c_loss[MAX_CASES][2];  // [case][fused]
     float *fused_grads[MAX_CASES];
     char cmd[1 << 15];
-    snprintf(cmd, sizeof cmd, "%s scripts/torch_ref.py", py);
+    snprintf(cmd, sizeof cmd, "%s tests/torch_ref.py", py);
     for (int e = 0; e < n_test_encodings; e++)
         for (int causal = 0; causal < 2; causal++) {
             if (!test_mode_allowed(test_encodings[e], causal)) continue;
@@ -67,9 +67,12 @@ static int test_torch_reference(void) {
             snprintf(ck, sizeof ck, "%s/m%d.ck", dir, ncase);
             snprintf(bt, sizeof bt, "%s/b%d.bin", dir, ncase);
             snprintf(out, sizeof out, "%s/g%d.bin", dir, ncase);
-            train_state st = {0};
-            st.batch = 1;
-            if (ckpt_save(ck, m, &st, 0, err, sizeof err) != 0) {
+            static options o;  // the settings of the model under test (the reference reads its shape)
+            options_defaults(&o);
+            o.pe = m->cfg.pe, o.attn = m->cfg.causal ? 0 : 1, o.ctx = m->cfg.ctx, o.d_model = m->cfg.d_model;
+            o.layers = m->cfg.layers, o.heads = m->cfg.heads, o.rand_pos = m->cfg.rand_pos, o.batch = 1, o.steps = 0;
+            run_state st = {.vocab = m->cfg.vocab, .base_ctx = m->cfg.base_ctx};
+            if (ckpt_save(ck, m, &o, &st, 0, err, sizeof err) != 0) {
                 printf("    %s\n", err);
                 return 1;
             }
@@ -133,7 +136,7 @@ static int test_torch_bench_mode(void) {
         return TEST_SKIPPED;
     }
     char cmd[256], line[256];
-    snprintf(cmd, sizeof cmd, "%s scripts/torch_ref.py --bench 16 16 1 2 8 2 1 1 2>&1", py);
+    snprintf(cmd, sizeof cmd, "%s tests/torch_ref.py --bench 16 16 1 2 8 2 1 1 2>&1", py);
     FILE *f = popen(cmd, "r");
     double r = -1;
     while (f && fgets(line, sizeof line, f))

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "../../model/ckpt.h"
+#include "../../run/ckpt.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     static char path[64];
@@ -18,9 +18,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     die_jump = &jb;
     if (setjmp(jb) == 0) {
         model_t m;
-        train_state st;
+        static options file;
+        run_state st;
         char err[1024];
-        if (ckpt_load(path, NULL, 0, &m, &st, size & 1, err, sizeof err) == 0) model_free(&m);
+        if (ckpt_load(path, NULL, 0, &m, &file, &st, size & 1, err, sizeof err) == 0) model_free(&m);
     }
     die_jump = NULL;
     return 0;

@@ -126,7 +126,7 @@ def split_pe(spec):
     absolute = relative = None
     for name in spec.split("+"):
         if name not in ABSOLUTE + RELATIVE + ("none",):
-            raise SystemExit(f"torch_ref.py: no reference for encoding '{name}'; add its formula to scripts/torch_ref.py")
+            raise SystemExit(f"torch_ref.py: no reference for encoding '{name}'; add its formula to tests/torch_ref.py")
         if name in ABSOLUTE:
             absolute = name
         elif name != "none":

@@ -5,7 +5,7 @@
 # 4096, 8192 tokens per step (--batch 8192/ctx), STEPS steps each: training
 # tokens/s, peak resident memory and the final loss. Appends to
 # results/bench.md (after ./bench-pelab wrote it).
-#   scripts/bench-attn.sh [STEPS] [DATA]   (default 6 steps on random bytes)
+#   bench/bench-attn.sh [STEPS] [DATA]   (default 6 steps on random bytes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-6}
@@ -17,7 +17,7 @@ if [ -z "$data" ]; then head -c 3000000 /dev/urandom > "$tmp/bytes.txt"; data=$t
 json() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$2" | head -1; }
 {
   printf '\n## Attention kernels\n\n'
-  printf 'The reference model trained for %d steps of 8192 tokens (`scripts/bench-attn.sh`), 2 threads, with each attention kernel: tokens/s over the whole run (the first step included), peak resident memory of the process, and the loss after the last step (both kernels compute the same model; they differ in the last bits).\n\n' "$steps"
+  printf 'The reference model trained for %d steps of 8192 tokens (`bench/bench-attn.sh`), 2 threads, with each attention kernel: tokens/s over the whole run (the first step included), peak resident memory of the process, and the loss after the last step (both kernels compute the same model; they differ in the last bits).\n\n' "$steps"
   printf '| ctx | batch | blocks: tokens/s | peak MiB | fused: tokens/s | peak MiB | fused vs blocks | loss blocks / fused |\n|---|---|---|---|---|---|---|---|\n'
 } >> "$out"
 for ctx in 256 1024 2048 4096; do

@@ -5,7 +5,7 @@
 # × 1 thread with --batch 8 each (the same global batch): tokens/s and the
 # time per step in the gradient sum. Then a projection on paper for 2–64
 # machines. Appends to results/bench.md (after ./bench-pelab wrote it).
-#   scripts/bench-mpi.sh [STEPS]        (default 20 timed steps)
+#   bench/bench-mpi.sh [STEPS]        (default 20 timed steps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-20}
@@ -30,7 +30,7 @@ params=$(json params "$tmp/one.json")
 awk -v t1="$t1" -v t2="$t2" -v s2="$s2" -v c2="$c2" -v steps="$steps" -v P="$params" -f /dev/stdin <<'AWK' >> "$out"
 BEGIN {
   printf "\n## MPI\n\n"
-  printf "The reference model on random bytes, %d steps (`scripts/bench-mpi.sh`): one process with 2 threads and `--batch 16`, against `mpirun -np 2 ./train-mpi` with 1 thread each and `--batch 8` (the same global batch of 16 × 256 tokens).\n\n", steps
+  printf "The reference model on random bytes, %d steps (`bench/bench-mpi.sh`): one process with 2 threads and `--batch 16`, against `mpirun -np 2 ./train-mpi` with 1 thread each and `--batch 8` (the same global batch of 16 × 256 tokens).\n\n", steps
   printf "| run | training tokens/s | gradient sum per step |\n|---|---|---|\n"
   printf "| 1 process × 2 threads | %.0f | — |\n", t1
   printf "| 2 processes × 1 thread | %.0f (%.2f× the first) | %.1f ms (%.1f%% of the step; %.1f MB of gradient) |\n\n", t2, t2 / t1, 1000 * c2 / steps, 100 * c2 / s2, 4 * P / 1e6

@@ -217,7 +217,7 @@ static void eval_16k(const char *pe, int fused) {
 static double torch_tokens_per_s(int steps, int threads) {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
-             "for p in python3 /usr/bin/python3; do $p -c 'import torch' 2>/dev/null && exec $p scripts/torch_ref.py --bench %d %d %d %d %d %d %d %d; done; exit 3",
+             "for p in python3 /usr/bin/python3; do $p -c 'import torch' 2>/dev/null && exec $p tests/torch_ref.py --bench %d %d %d %d %d %d %d %d; done; exit 3",
              V, C, L, H, T, B, steps, threads);
     FILE *f = popen(cmd, "r");
     if (!f) return -1;
@@ -353,11 +353,11 @@ int main(int argc, char **argv) {
     n += snprintf(report + n, sizeof report - n, "| peak resident memory, training | %.0f MiB (fused: %.0f MiB) |\n", mem_train, mem_train_fused);
     n += snprintf(report + n, sizeof report - n, "| peak resident memory, evaluation at 16384 tokens | %.0f MiB (fused: %.0f MiB) |\n", mem_eval, mem_eval_fused);
     if (torch_tps > 0)
-        n += snprintf(report + n, sizeof report - n, "| PyTorch (scripts/torch_ref.py --bench), same model and threads, tokens/s | %.0f |\n| pelab / PyTorch | %.2f× (fused: %.2f×) |\n",
+        n += snprintf(report + n, sizeof report - n, "| PyTorch (tests/torch_ref.py --bench), same model and threads, tokens/s | %.0f |\n| pelab / PyTorch | %.2f× (fused: %.2f×) |\n",
                       torch_tps, tps / torch_tps, tps_fused / torch_tps);
     else
         n += snprintf(report + n, sizeof report - n, "| PyTorch | not measured (%s) |\n",
-                      !o.torch ? "--no-torch" : torch_tps == -1 ? "python3-torch not installed" : "scripts/torch_ref.py --bench failed");
+                      !o.torch ? "--no-torch" : torch_tps == -1 ? "python3-torch not installed" : "tests/torch_ref.py --bench failed");
     static const char *names[PROF_N] = {"matrix products", "attention (incl. score/value terms)", "LayerNorm", "GELU",
                                         "softmax/cross-entropy", "optimiser", "encoding (rotation, tables)", "residual adds"};
     double tot = 0, tot_fused = 0;

@@ -96,63 +96,60 @@ static void text_add_escaped(text_buf *t, const char *key, const char *value) {
     text_add(t, "\n");
 }
 
-static void encode_settings(text_buf *t, const model_t *m, const train_state *st) {
+// The encodings' options that define the model (not the evaluation-only
+// ones, but for an extension a fine-tune trained with).
+static void encode_pe_options(text_buf *t, const model_t *m) {
     const model_config *c = &m->cfg;
-    text_add(t, "pe=%s\nattn=%s\nvocab=%d\nctx=%d\nd_model=%d\nlayers=%d\nheads=%d\n", c->pe,
-             c->causal ? "causal" : "bidir", c->vocab, c->ctx, c->d_model, c->layers, c->heads);
-    // the encodings' options that define the model (not the evaluation-only ones)
-    if (c->base_ctx > 0) text_add(t, "base_ctx=%d\n", c->base_ctx);
-    if (c->rand_pos > 0) text_add(t, "rand_pos=%d\n", c->rand_pos);
     for (int i = 0; i < c->n_settings; i++) {
         const pe_option *o = NULL;
         for (int k = 0; k < PE_SLOTS && !o; k++) o = pe_option_find(m->pe[k].ops, c->settings[i].name, NULL);
         if (o && (!o->eval_only || (o->tunes && c->base_ctx > 0)))
             text_add(t, "opt.%s=%.17g\n", c->settings[i].name, c->settings[i].value);
     }
-    text_add(t, "step=%" PRId64 "\nsteps=%" PRId64 "\nbatch=%d\nwarmup=%d\n", st->step, st->steps, st->batch, st->warmup);
-    text_add(t, "lr=%.9g\nwd=%.9g\nclip=%.9g\nseed=%" PRIu64 "\ndata_rng=%" PRIu64 "\n", st->lr, st->wd, st->clip,
-             st->seed, st->data_rng);
-    text_add_escaped(t, "data", st->data);
-    text_add(t, "data_size=%" PRIu64 "\ndata_crc32=%" PRIu32 "\n", st->data_size, st->data_crc);
 }
 
-// Parses one number of a settings line; 0 when it is not one, or out of range.
-static int parse_num(const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) return 0;
-    *out = v;
+// Every row of the schema with a key, in the schema's order.
+static void encode_settings(text_buf *t, const model_t *m, const options *o, const run_state *st) {
+    for (int i = 0; i < settings_count; i++) {
+        const setting *s = &settings_schema[i];
+        if (s->type == SET_PE_OPTIONS) encode_pe_options(t, m);
+        if (!s->key || ((s->flags & SET_KEY_OPTIONAL) && setting_at_default(s, o, st))) continue;
+        const void *f = (s->flags & SET_STATE) ? (const char *)st + s->field : (const char *)o + s->field;
+        switch (s->type) {
+        case SET_INT: text_add(t, "%s=%ld\n", s->key, *(const long *)f); break;
+        case SET_U64: text_add(t, "%s=%" PRIu64 "\n", s->key, *(const uint64_t *)f); break;
+        case SET_REAL: text_add(t, "%s=%.9g\n", s->key, *(const float *)f); break;
+        case SET_CHOICE: text_add(t, "%s=%s\n", s->key, s->choices[*(const int *)f]); break;
+        case SET_TEXT: text_add_escaped(t, s->key, *(const char *const *)f); break;
+        default: break;
+        }
+    }
+}
+
+// A settings value with its escapes undone (backslash-n, backslash-backslash)
+// into out; 0 when an escape is not one of those.
+static int unescape(const char *val, char *out, size_t cap) {
+    size_t o = 0;
+    // An escape is a backslash and one more byte; a lone backslash at the
+    // end stops the loop before it steps past the terminator.
+    for (const char *p = val; *p; p++) {
+        char ch = *p;
+        if (ch == '\\') {
+            p++;
+            ch = *p == 'n' ? '\n' : *p == '\\' ? '\\' : 0;
+        }
+        if (ch == 0 || o + 1 >= cap) return 0;
+        out[o++] = ch;
+    }
+    out[o] = '\0';
     return 1;
 }
 
-// A whole number in [lo, hi]: "16.5" or "1e3" is not one (a count or a
-// length written as a fraction is a corrupt file, not one to round).
-static int parse_int(const char *s, double lo, double hi, double *out) {
-    for (const char *p = *s == '-' ? s + 1 : s; *p; p++)
-        if (*p < '0' || *p > '9') return 0;
-    return parse_num(s, lo, hi, out);
-}
-
-static int parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9') return 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return 0;
-    *out = v;
-    return 1;
-}
-
-// Fills c and st from the settings text; 0 with the offending line in err.
-static int decode_settings(char *text, size_t n, model_config *c, train_state *st, char *err, size_t errlen) {
-    enum { K_PE, K_ATTN, K_VOCAB, K_CTX, K_D, K_LAYERS, K_HEADS, K_STEP, K_STEPS, K_BATCH, K_WARMUP, K_LR, K_WD,
-           K_CLIP, K_SEED, K_RNG, K_DATA, K_DSIZE, K_DCRC, K_N };
-    static const char *const keys[K_N] = {"pe", "attn", "vocab", "ctx", "d_model", "layers", "heads", "step",
-                                          "steps", "batch", "warmup", "lr", "wd", "clip", "seed", "data_rng",
-                                          "data", "data_size", "data_crc32"};
-    int seen[K_N] = {0};
-    memset(c, 0, sizeof *c);
+// Fills o and st from the settings text, each value parsed by its row of the
+// schema (its type and range); 0 with the offending line in err.
+static int decode_settings(char *text, size_t n, options *o, run_state *st, char *err, size_t errlen) {
+    unsigned char seen[sizeof o->given] = {0};
+    options_defaults(o);
     memset(st, 0, sizeof *st);
     if (n == 0 || text[n - 1] != '\n' || memchr(text, '\0', n)) {
         snprintf(err, errlen, "its settings text is malformed");
@@ -169,89 +166,39 @@ static int decode_settings(char *text, size_t n, model_config *c, train_state *s
         *eq = '\0';
         const char *key = line, *val = eq + 1;
         line = nl + 1;
-        double v;
-        if (strcmp(key, "base_ctx") == 0 || strcmp(key, "rand_pos") == 0) {  // optional: fine-tuned, --rand-pos models
-            int *field = key[0] == 'b' ? &c->base_ctx : &c->rand_pos;
-            if (*field || !parse_int(val, 1, 1 << 20, &v)) {
-                snprintf(err, errlen, "bad settings value '%.40s=%.60s'", key, val);
-                return 0;
-            }
-            *field = (int)v;
-            continue;
-        }
-        if (strncmp(key, "opt.", 4) == 0) {
-            if (!parse_num(val, -1e300, 1e300, &v) || config_setting(c, key + 4) || !config_set(c, key + 4, v)) {
+        if (strncmp(key, "opt.", 4) == 0) {  // an encoding's option: the encodings check it with the model
+            char *end;
+            errno = 0;
+            double v = strtod(val, &end);
+            if (errno || end == val || *end || !isfinite(v) || config_setting(&o->pe_opts, key + 4) ||
+                !config_set(&o->pe_opts, key + 4, v)) {
                 snprintf(err, errlen, "bad option setting '%.40s=%.40s'", key, val);
                 return 0;
             }
             continue;
         }
         int k = 0;
-        while (k < K_N && strcmp(keys[k], key) != 0) k++;
-        if (k == K_N || seen[k]) {
-            snprintf(err, errlen, "%s settings key '%.40s'", k == K_N ? "unknown" : "repeated", key);
+        while (k < settings_count && !(settings_schema[k].key && strcmp(settings_schema[k].key, key) == 0)) k++;
+        if (k == settings_count || seen[k]) {
+            snprintf(err, errlen, "%s settings key '%.40s'", k == settings_count ? "unknown" : "repeated", key);
             return 0;
         }
         seen[k] = 1;
-        int ok = 1;
-        switch (k) {
-        case K_PE: ok = strlen(val) < sizeof c->pe; snprintf(c->pe, sizeof c->pe, "%s", val); break;
-        case K_ATTN: ok = !strcmp(val, "causal") || !strcmp(val, "bidir"); c->causal = !strcmp(val, "causal"); break;
-        case K_VOCAB: ok = parse_int(val, 2, 1 << 30, &v); c->vocab = (int)v; break;
-        case K_CTX: ok = parse_int(val, 1, 1 << 20, &v); c->ctx = (int)v; break;
-        case K_D: ok = parse_int(val, 1, 1 << 14, &v); c->d_model = (int)v; break;
-        case K_LAYERS: ok = parse_int(val, 1, 256, &v); c->layers = (int)v; break;
-        case K_HEADS: ok = parse_int(val, 1, 1 << 14, &v); c->heads = (int)v; break;
-        case K_STEP: ok = parse_int(val, 0, 1e15, &v); st->step = (int64_t)v; break;
-        case K_STEPS: ok = parse_int(val, 0, 1e15, &v); st->steps = (int64_t)v; break;
-        case K_BATCH: ok = parse_int(val, 1, 1 << 16, &v); st->batch = (int32_t)v; break;
-        case K_WARMUP: ok = parse_int(val, 0, 2147483647.0, &v); st->warmup = (int32_t)v; break;
-        case K_LR: ok = parse_num(val, 0, 10, &v); st->lr = (float)v; break;
-        case K_WD: ok = parse_num(val, 0, 10, &v); st->wd = (float)v; break;
-        case K_CLIP: ok = parse_num(val, 0, 1e9, &v); st->clip = (float)v; break;
-        case K_SEED: ok = parse_u64(val, &st->seed); break;
-        case K_RNG: ok = parse_u64(val, &st->data_rng); break;
-        case K_DSIZE: ok = parse_u64(val, &st->data_size); break;
-        case K_DCRC: {
-            uint64_t u = 0;
-            ok = parse_u64(val, &u) && u <= 0xFFFFFFFFu;
-            st->data_crc = (uint32_t)u;
-            break;
-        }
-        case K_DATA: {
-            size_t o = 0;
-            // An escape is a backslash and one more byte; a lone backslash at
-            // the end stops the loop before it steps past the terminator.
-            for (const char *p = val; *p; p++) {
-                char ch = *p;
-                if (ch == '\\') {
-                    p++;
-                    ch = *p == 'n' ? '\n' : *p == '\\' ? '\\' : 0;
-                }
-                if (ch == 0 || o + 1 >= sizeof st->data) {
-                    ok = 0;
-                    break;
-                }
-                st->data[o++] = ch;
-            }
-            st->data[o] = '\0';
-            ok = ok && o > 0;  // a run always names its data
-            break;
-        }
-        }
-        if (!ok) {
+        const setting *s = &settings_schema[k];
+        char plain[CKPT_PATH_MAX + 1];
+        if (s->type == SET_TEXT && !unescape(val, plain, sizeof plain)) {
             snprintf(err, errlen, "bad settings value '%.40s=%.60s'", key, val);
             return 0;
         }
+        if (!setting_parse(s, s->type == SET_TEXT ? plain : val, o, st, err, errlen)) return 0;
     }
-    for (int k = 0; k < K_N; k++)
-        if (!seen[k]) {
-            snprintf(err, errlen, "its settings lack '%s'", keys[k]);
+    for (int k = 0; k < settings_count; k++)
+        if (settings_schema[k].key && !(settings_schema[k].flags & SET_KEY_OPTIONAL) && !seen[k]) {
+            snprintf(err, errlen, "its settings lack '%s'", settings_schema[k].key);
             return 0;
         }
-    if (st->step > st->steps) {
-        snprintf(err, errlen, "its step (%lld) is past the end of its schedule (steps=%lld)", (long long)st->step,
-                 (long long)st->steps);
+    if (st->step > o->steps) {
+        snprintf(err, errlen, "its step (%ld) is past the end of its schedule (steps=%ld)", st->step, o->steps);
         return 0;
     }
     st->data_known = 1;
@@ -279,11 +226,12 @@ static int write_floats(FILE *f, const float *x, size_t n, uint32_t *crc) {
     return 0;
 }
 
-int ckpt_save(const char *path, const model_t *m, const train_state *st, int with_optimizer, char *err, size_t errlen) {
+int ckpt_save(const char *path, const model_t *m, const options *o, const run_state *st, int with_optimizer, char *err,
+              size_t errlen) {
     atomic_file af;
     if (atomic_open(&af, path, "checkpoint", err, errlen) != 0) return -1;
     text_buf text = {xmalloc(1024), 0, 1024};
-    encode_settings(&text, m, st);
+    encode_settings(&text, m, o, st);
     unsigned char fixed[V2_FIXED_BYTES];
     memcpy(fixed, MAGIC, 8);
     put_le(fixed + 8, CKPT_VERSION, 4);
@@ -323,7 +271,7 @@ static int load_fail(FILE *f, char *err, size_t errlen, const char *fmt, ...) {
 
 // Version 1's option fields, by the option names that replaced them: a v1
 // model gets a setting for each option its encodings take.
-static void v1_settings(model_config *c, const int32_t *ints, const float *fl) {
+static void v1_settings(options *o, const int32_t *ints, const float *fl) {
     const struct {
         const char *name;
         double value;
@@ -332,39 +280,43 @@ static void v1_settings(model_config *c, const int32_t *ints, const float *fl) {
               {"rel-clip", ints[6], 1}, {"t5-buckets", ints[7], 0}, {"t5-max-distance", ints[8], 0}};
     const pe_ops *abs, *rel;
     char err[256];
-    if (!pe_parse_spec(c->pe, &abs, &rel, err, sizeof err)) return;  // model_config_check reports it
+    if (!pe_parse_spec(o->pe, &abs, &rel, err, sizeof err)) return;  // model_config_check reports it
     for (size_t i = 0; i < sizeof v1 / sizeof v1[0]; i++) {
         if (v1[i].unset_if_zero && v1[i].value == 0) continue;
         if (pe_option_find(abs, v1[i].name, NULL) || pe_option_find(rel, v1[i].name, NULL))
-            config_set(c, v1[i].name, v1[i].value);
+            config_set(&o->pe_opts, v1[i].name, v1[i].value);
     }
 }
 
-// Reads the rest of a version 1 header (after magic, version, flags).
-static void decode_v1(const unsigned char *r, model_config *c, train_state *s, uint64_t *n) {
-    memset(c, 0, sizeof *c);
+// Reads the rest of a version 1 header (after magic, version, flags): its
+// fixed fields are the settings of the rows of the same names.
+static void decode_v1(const unsigned char *r, options *o, run_state *s, uint64_t *n) {
+    options_defaults(o);
     memset(s, 0, sizeof *s);
     int32_t ints[9];
     for (int i = 0; i < 9; i++, r += 4) ints[i] = (int32_t)get_le(r, 4);
     float fl[3];
     for (int i = 0; i < 3; i++, r += 4) fl[i] = get_le_float(r);
-    memcpy(c->pe, r, 32);
-    c->pe[31] = '\0';
+    char text[513];
+    memcpy(text, r, 32);
+    text[31] = '\0';
+    o->pe = options_keep_text(o, text);
     r += 32;
-    c->vocab = ints[0], c->ctx = ints[1], c->d_model = ints[2], c->layers = ints[3], c->heads = ints[4];
-    c->causal = ints[5];
-    v1_settings(c, ints, fl);
-    s->step = (int64_t)get_le(r, 8), r += 8;
-    s->steps = (int64_t)get_le(r, 8), r += 8;
-    s->batch = (int32_t)get_le(r, 4), r += 4;
-    s->warmup = (int32_t)get_le(r, 4), r += 4;
-    s->lr = get_le_float(r), r += 4;
-    s->wd = get_le_float(r), r += 4;
-    s->clip = get_le_float(r), r += 4;
-    s->seed = get_le(r, 8), r += 8;
+    s->vocab = ints[0], o->ctx = ints[1], o->d_model = ints[2], o->layers = ints[3], o->heads = ints[4];
+    o->attn = ints[5] ? 0 : 1;
+    v1_settings(o, ints, fl);
+    s->step = (long)get_le(r, 8), r += 8;
+    o->steps = (long)get_le(r, 8), r += 8;
+    o->batch = (int32_t)get_le(r, 4), r += 4;
+    o->warmup = (int32_t)get_le(r, 4), r += 4;
+    o->lr = get_le_float(r), r += 4;
+    o->wd = get_le_float(r), r += 4;
+    o->clip = get_le_float(r), r += 4;
+    o->seed = (long)get_le(r, 8), r += 8;
     s->data_rng = get_le(r, 8), r += 8;
-    memcpy(s->data, r, 512);
-    s->data[511] = '\0';
+    memcpy(text, r, 512);
+    text[512] = '\0';
+    o->data = options_keep_text(o, text);
     r += 512;
     *n = get_le(r, 8);
 }
@@ -373,8 +325,8 @@ static void decode_v1(const unsigned char *r, model_config *c, train_state *s, u
 // file's size: the file stays open at the first weight.
 typedef struct {
     FILE *f;
-    model_config c;
-    train_state s;
+    options o;
+    run_state s;
     uint64_t n;       // parameters
     uint32_t flags;
     uint32_t crc;     // of every byte read so far
@@ -399,12 +351,12 @@ static int read_header(const char *path, int with_optimizer, ckpt_header *h, cha
     if (fread(head + 16, 1, fixed - 16, f) != fixed - 16)
         return load_fail(f, err, errlen, "checkpoint '%s' is truncated: shorter than its %zu-byte header", path, fixed);
     uint32_t crc = crc32_update(0, head, fixed);
-    model_config c;
-    train_state s;
+    options *o = &h->o;
+    run_state s;
     uint64_t n;
     size_t text_len = 0;
     if (version == 1) {
-        decode_v1(head + 16, &c, &s, &n);
+        decode_v1(head + 16, o, &s, &n);
     } else {
         n = get_le(head + 16, 8);
         text_len = (size_t)get_le(head + 24, 4);
@@ -419,14 +371,15 @@ static int read_header(const char *path, int with_optimizer, ckpt_header *h, cha
         }
         crc = crc32_update(crc, text, text_len);
         char why[256];
-        int ok = decode_settings(text, text_len, &c, &s, why, sizeof why);
+        int ok = decode_settings(text, text_len, o, &s, why, sizeof why);
         free(text);
         if (!ok) return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: %s", path, why);
     }
     char cerr[256] = "";
+    model_config c = settings_model_config(o, &s);
     if (!model_config_check(&c, cerr, sizeof cerr))
         return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: its config is invalid (%s)", path, cerr);
-    if ((flags & ~1u) || n == 0 || n > ((uint64_t)1 << 36) || s.step < 0 || s.steps < 0 || s.batch < 1 || s.warmup < 0)
+    if ((flags & ~1u) || n == 0 || n > ((uint64_t)1 << 36) || s.step < 0 || o->steps < 0 || o->batch < 1 || o->warmup < 0)
         return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: bad flags, counts or training state", path);
     // The file size the header implies, checked before anything large is allocated.
     size_t per_tensor_bytes = sizeof(float) * n;
@@ -440,15 +393,17 @@ static int read_header(const char *path, int with_optimizer, ckpt_header *h, cha
                          (unsigned long long)n, model_param_count(&c));
     if (with_optimizer && !(flags & 1))
         return load_fail(f, err, errlen, "checkpoint '%s' holds no optimiser state, so it cannot be resumed; use --load to evaluate it", path);
-    *h = (ckpt_header){f, c, s, n, flags, crc};
+    h->f = f, h->s = s, h->n = n, h->flags = flags, h->crc = crc;
     return 0;
 }
 
-int ckpt_peek(const char *path, model_config *c, train_state *st, uint64_t *n_params, int with_optimizer, char *err, size_t errlen) {
+int ckpt_peek(const char *path, options *file, run_state *st, uint64_t *n_params, int with_optimizer, char *err,
+              size_t errlen) {
     ckpt_header h;
     if (read_header(path, with_optimizer, &h, err, errlen) != 0) return -1;
     fclose(h.f);
-    *c = h.c, *st = h.s, *n_params = h.n;
+    options_copy(file, &h.o);
+    *st = h.s, *n_params = h.n;
     return 0;
 }
 
@@ -465,12 +420,12 @@ static int crc_skip(FILE *f, uint64_t n, uint32_t *crc) {
     return 1;
 }
 
-int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m, train_state *st, int with_optimizer,
-              char *err, size_t errlen) {
+int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m, options *file, run_state *st,
+              int with_optimizer, char *err, size_t errlen) {
     ckpt_header h;
     if (read_header(path, with_optimizer, &h, err, errlen) != 0) return -1;
     FILE *f = h.f;
-    model_config c = h.c;
+    model_config c = settings_model_config(&h.o, &h.s);
     uint64_t n = h.n;
     uint32_t flags = h.flags, crc = h.crc;
     size_t per_tensor_bytes = sizeof(float) * n;
@@ -512,6 +467,7 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
         }
     }
     fclose(f);
+    options_copy(file, &h.o);
     *st = h.s;
     return 0;
 }
