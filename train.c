@@ -377,7 +377,8 @@ static void check_memory(const options *o) {
     }
     int vocab;
     size_t corpus;
-    data_describe(data, from ? cfg.causal : o->attn == 0, &vocab, &corpus);
+    int rc = data_describe(data, from ? cfg.causal : o->attn == 0, &vocab, &corpus, err, sizeof err);
+    if (rc) die_status(rc, err);
     if (!from) cfg = new_model_config(o, vocab);
     if (!model_config_check(&cfg, err, sizeof err) || !pe_check_settings(cfg.pe, &cfg, err, sizeof err)) return;
     double other = (double)corpus + (o->init ? (double)n_from * sizeof(float) : 0.0);
@@ -401,8 +402,9 @@ static void resolve_run(options *o, run_t *r) {
     check_paths(o);
     int causal = o->attn == 0;
     r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
-    data_open(&r->d, o->data, causal, (unsigned long long)o->seed);
     char err[1024];
+    int rc = data_open(&r->d, o->data, causal, (unsigned long long)o->seed, err, sizeof err);
+    if (rc) die_status(rc, err);
     if (!settings_check_needs(o, data_caps(&r->d), err, sizeof err)) die_usage("%s", err);
     resolve_task(o, r, from);
     resolve_until_solved(o, r, from);
@@ -412,6 +414,7 @@ static void resolve_run(options *o, run_t *r) {
                       o->init, r->m.cfg.vocab, o->data, r->d.vocab);
     } else if (!from) {
         model_config cfg = new_model_config(o, r->d.vocab);
+        if (!model_config_check(&cfg, err, sizeof err)) die_usage("%s", err);
         model_create(&r->m, &cfg);
         r->have_model = 1;
         model_init_weights(&r->m, (unsigned long long)o->seed);

@@ -77,6 +77,11 @@ void die_runtime(const char *fmt, ...) {
     exit(EXIT_RUNTIME);
 }
 
+void die_status(int status, const char *msg) {
+    if (status == EXIT_USAGE) die_usage("%s", msg);
+    die_runtime("%s", msg);
+}
+
 void *xmalloc_at(size_t n, const char *file, int line) {
     void *p = malloc(n ? n : 1);
     if (!p) die_runtime("out of memory: %zu bytes requested at %s:%d; try a smaller --batch, --ctx or --d-model", n, file, line);

@@ -28,6 +28,9 @@ void put_printable(FILE *f, const char *s);
 void warn_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void die_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void die_runtime(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+// The refusal a library function returned: die_usage for EXIT_USAGE, else
+// die_runtime, with its message.
+void die_status(int status, const char *msg) __attribute__((noreturn));
 
 // malloc/calloc that name the caller's file and line and the size on failure.
 void *xmalloc_at(size_t n, const char *file, int line);

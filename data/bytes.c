@@ -13,13 +13,16 @@ static int bytes_vocab(int causal) { return 256 + !causal; }
 
 // A file named *.bin is meant as an llm.c shard: one without the magic (the
 // shard kind did not take it) is refused rather than read as text.
-static void bytes_open(data_t *d, const char *spec) {
+static int bytes_open(data_t *d, const char *spec, char *err, size_t errlen) {
     size_t len = strlen(spec);
-    if (len >= 4 && !strcmp(spec + len - 4, ".bin"))
-        die_runtime("--data '%s' is named .bin but is not an llm.c token shard (its first 4 bytes are not the magic "
-                    "%d); give a shard written by llm.c's dev/data scripts, or a text file", spec, SHARD_MAGIC);
+    if (len >= 4 && !strcmp(spec + len - 4, ".bin")) {
+        snprintf(err, errlen, "--data '%s' is named .bin but is not an llm.c token shard (its first 4 bytes are not the "
+                 "magic %d); give a shard written by llm.c's dev/data scripts, or a text file", spec, SHARD_MAGIC);
+        return EXIT_RUNTIME;
+    }
     d->tok_offset = 0, d->tok_bytes = 1;
     d->mask_token = 256;
+    return 0;
 }
 
 static int bytes_encode(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen) {

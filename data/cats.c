@@ -148,10 +148,11 @@ static int cats_vocab(int causal) {
     return cats_vocab_size();
 }
 
-static void cats_open(data_t *d, const char *spec) {
-    (void)spec;
+static int cats_open(data_t *d, const char *spec, char *err, size_t errlen) {
+    (void)spec, (void)err, (void)errlen;
     d->mask_token = TOK_MASK;
     cats_init_held_out(d);
+    return 0;
 }
 
 static int cats_check_ctx(const data_t *d, int T, char *err, size_t errlen) {

@@ -21,8 +21,8 @@ struct corpus_ops {
     int (*check)(const char *spec, char *err, size_t errlen);
     int (*vocab)(int causal);
     // Fills d (kind-specific fields, mask_token; a file kind: n tokens and
-    // how to read them). May exit with a message on a bad file.
-    void (*open)(data_t *d, const char *spec);
+    // how to read them). 0, or EXIT_USAGE / EXIT_RUNTIME with err filled.
+    int (*open)(data_t *d, const char *spec, char *err, size_t errlen);
     int (*check_ctx)(const data_t *d, int T, char *err, size_t errlen);
     // One training row of length T from rng.
     void (*row)(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int *seg);

@@ -4,6 +4,7 @@
 #include "corpus.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,21 +25,37 @@ static const corpus_ops *const corpora[] = {CORPUS_LIST(ENTRY)};
 int corpus_count(void) { return N_CORPORA; }
 const corpus_ops *corpus_at(int i) { return corpora[i]; }
 
-// The size of the file at path, which must be a regular file.
-static size_t text_file_size(const char *path) {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        die_runtime("cannot open --data '%s': %s (give a text file, or 'cats' for the built-in corpus)", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) die_runtime("--data '%s' is a directory; give a text file", path);
-    // a FIFO or a device would block, or never end
-    if (!S_ISREG(st.st_mode)) die_runtime("--data '%s' is not a regular file (a FIFO, device or socket); give a text file", path);
-    return (size_t)st.st_size;
+// A refusal: err filled, and the exit status it calls for (EXIT_USAGE for a
+// bad value, EXIT_RUNTIME for a file that cannot be used).
+static int refuse(int status, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int refuse(int status, char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return status;
 }
 
-static void read_text_file(data_t *d, const char *path) {
-    size_t size = text_file_size(path);
+// The size of the file at path, which must be a regular file: 0, or a status.
+static int text_file_size(const char *path, size_t *size, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return refuse(EXIT_RUNTIME, err, errlen, "cannot open --data '%s': %s (give a text file, or 'cats' for the built-in corpus)",
+                      path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return refuse(EXIT_RUNTIME, err, errlen, "--data '%s' is a directory; give a text file", path);
+    // a FIFO or a device would block, or never end
+    if (!S_ISREG(st.st_mode))
+        return refuse(EXIT_RUNTIME, err, errlen, "--data '%s' is not a regular file (a FIFO, device or socket); give a text file", path);
+    *size = (size_t)st.st_size;
+    return 0;
+}
+
+static int read_text_file(data_t *d, const char *path, char *err, size_t errlen) {
+    size_t size;
+    int rc = text_file_size(path, &size, err, errlen);
+    if (rc) return rc;
     FILE *f = fopen(path, "rb");
-    if (!f) die_runtime("cannot open --data '%s': %s", path, strerror(errno));
+    if (!f) return refuse(EXIT_RUNTIME, err, errlen, "cannot open --data '%s': %s", path, strerror(errno));
     size_t cap = size > 0 ? size : 4096, n = 0;
     // d->bytes holds the buffer from the start, so that data_close frees it
     // whatever happens below
@@ -47,18 +64,23 @@ static void read_text_file(data_t *d, const char *path) {
         if (n == cap) {
             cap *= 2;
             unsigned char *nb = realloc(buf, cap);
-            if (!nb) die_runtime("out of memory reading --data '%s'", path);
+            if (!nb) {
+                fclose(f);
+                return refuse(EXIT_RUNTIME, err, errlen, "out of memory reading --data '%s'", path);
+            }
             buf = d->bytes = nb;
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
         if (got == 0) break;
     }
-    if (ferror(f)) die_runtime("error reading --data '%s': %s", path, strerror(errno));
+    int failed = ferror(f);
     fclose(f);
-    if (n == 0) die_runtime("--data '%s' is empty; give a text file with some content", path);
+    if (failed) return refuse(EXIT_RUNTIME, err, errlen, "error reading --data '%s': %s", path, strerror(errno));
+    if (n == 0) return refuse(EXIT_RUNTIME, err, errlen, "--data '%s' is empty; give a text file with some content", path);
     d->bytes = buf;
     d->n = n;
+    return 0;
 }
 
 // The kind that takes a spec that is no file, or NULL.
@@ -70,48 +92,56 @@ static const corpus_ops *built_in(const char *spec) {
 
 int data_is_path(const char *spec) { return !built_in(spec); }
 
-// The kind spec names, checked (exits with a message when it cannot be
-// used), and for a file its size.
-static const corpus_ops *find_corpus(const char *spec, size_t *bytes) {
+// The kind spec names, checked, and for a file its size: 0, or a status.
+static int find_corpus(const char *spec, const corpus_ops **kind, size_t *bytes, char *err, size_t errlen) {
     *bytes = 0;
     const corpus_ops *k = built_in(spec);
-    char err[256];
     if (k) {
-        if (k->check && !k->check(spec, err, sizeof err)) die_usage("%s", err);
-        return k;
+        if (k->check && !k->check(spec, err, errlen)) return EXIT_USAGE;
+        *kind = k;
+        return 0;
     }
-    if (!spec[0]) die_usage("--data is empty; give 'cats', 'task:NAME' or a path to a text file");
-    *bytes = text_file_size(spec);
+    if (!spec[0]) return refuse(EXIT_USAGE, err, errlen, "--data is empty; give 'cats', 'task:NAME' or a path to a text file");
+    int rc = text_file_size(spec, bytes, err, errlen);
+    if (rc) return rc;
     unsigned char head[16] = {0};
     FILE *f = fopen(spec, "rb");
-    if (!f) die_runtime("cannot open --data '%s': %s", spec, strerror(errno));
+    if (!f) return refuse(EXIT_RUNTIME, err, errlen, "cannot open --data '%s': %s", spec, strerror(errno));
     size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
     for (int i = 0; i < N_CORPORA; i++)
-        if (corpora[i]->file && corpora[i]->takes(spec, head, got)) return corpora[i];
-    die_runtime("--data '%s': no kind of corpus takes this file", spec);
+        if (corpora[i]->file && corpora[i]->takes(spec, head, got)) {
+            *kind = corpora[i];
+            return 0;
+        }
+    return refuse(EXIT_RUNTIME, err, errlen, "--data '%s': no kind of corpus takes this file", spec);
 }
 
-void data_describe(const char *spec, int causal, int *vocab, size_t *bytes) {
-    *vocab = find_corpus(spec, bytes)->vocab(causal);
+int data_describe(const char *spec, int causal, int *vocab, size_t *bytes, char *err, size_t errlen) {
+    const corpus_ops *k;
+    int rc = find_corpus(spec, &k, bytes, err, errlen);
+    if (!rc) *vocab = k->vocab(causal);
+    return rc;
 }
 
-void data_open(data_t *d, const char *spec, int causal, unsigned long long seed) {
+int data_open(data_t *d, const char *spec, int causal, unsigned long long seed, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     d->causal = causal;
     d->seed = seed;
     d->rng.s = seed * 0x9E3779B97F4A7C15ull + 0x5151;
     size_t bytes;
-    d->ops = find_corpus(spec, &bytes);
+    int rc = find_corpus(spec, &d->ops, &bytes, err, errlen);
+    if (rc) return rc;
     d->vocab = d->ops->vocab(causal);
     if (d->ops->file) {
         d->path = xmalloc(strlen(spec) + 1);
         memcpy(d->path, spec, strlen(spec) + 1);
-        read_text_file(d, spec);
+        if ((rc = read_text_file(d, spec, err, errlen))) return rc;
         d->crc = crc32_update(0, d->bytes, d->n);
     }
-    d->ops->open(d, spec);
+    if ((rc = d->ops->open(d, spec, err, errlen))) return rc;
     if (d->ops->file) d->n_train = d->n - (size_t)((double)d->n * TEXT_VAL_FRACTION);
+    return 0;
 }
 
 void data_close(data_t *d) {

@@ -60,13 +60,14 @@ typedef struct {
 } data_t;
 
 // Opens `spec` ("cats", "task:NAME" or a path: an llm.c shard when it
-// starts with the shard magic, else text). Exits 2 on a bad value, 1 on an I/O
-// problem; what it allocated before such an exit is in *d, for data_close.
-void data_open(data_t *d, const char *spec, int causal, unsigned long long seed);
+// starts with the shard magic, else text). Returns 0; or, with err filled,
+// EXIT_USAGE for a bad value and EXIT_RUNTIME for a file that cannot be used;
+// what it allocated before a refusal is in *d, for data_close.
+int data_open(data_t *d, const char *spec, int causal, unsigned long long seed, char *err, size_t errlen);
 // What opening `spec` will take, known before it is read: the vocabulary and
 // the bytes the corpus holds in memory (a file's size; 0 for the built-in
-// corpora). Exits as data_open does on a spec or file that cannot be used.
-void data_describe(const char *spec, int causal, int *vocab, size_t *bytes);
+// corpora). Returns 0, or a status with err as data_open does.
+int data_describe(const char *spec, int causal, int *vocab, size_t *bytes, char *err, size_t errlen);
 void data_close(data_t *d);
 // 1 when the corpus offers cap (CORPUS_*).
 int data_has(const data_t *d, unsigned cap);

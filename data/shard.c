@@ -17,25 +17,28 @@ static int shard_vocab(int causal) { return SHARD_VOCAB + !causal; }
 
 // The header must say version 1 and a token count that the file holds
 // exactly, and every token must be a GPT-2 token.
-static void shard_open(data_t *d, const char *path) {
+static int shard_open(data_t *d, const char *path, char *err, size_t errlen) {
     size_t size = d->n;
     if (size < SHARD_HEADER_BYTES)
-        die_runtime("--data '%s': an llm.c shard truncated inside its %d-byte header (%zu bytes)", path, SHARD_HEADER_BYTES, size);
+        return snprintf(err, errlen, "--data '%s': an llm.c shard truncated inside its %d-byte header (%zu bytes)", path,
+                        SHARD_HEADER_BYTES, size), EXIT_RUNTIME;
     uint32_t version = le32(d->bytes + 4), count = le32(d->bytes + 8);
     if (version != 1)
-        die_runtime("--data '%s': llm.c shard version %u; pelab reads version 1 (uint16 GPT-2 tokens)", path, (unsigned)version);
+        return snprintf(err, errlen, "--data '%s': llm.c shard version %u; pelab reads version 1 (uint16 GPT-2 tokens)", path,
+                        (unsigned)version), EXIT_RUNTIME;
     if (size != SHARD_HEADER_BYTES + 2 * (size_t)count)
-        die_runtime("--data '%s': the header says %u tokens (%zu bytes in all) but the file has %zu bytes; it is %s",
-                    path, (unsigned)count, SHARD_HEADER_BYTES + 2 * (size_t)count, size,
-                    size < SHARD_HEADER_BYTES + 2 * (size_t)count ? "truncated" : "longer than its header says");
-    if (count == 0) die_runtime("--data '%s': the shard holds no tokens", path);
+        return snprintf(err, errlen, "--data '%s': the header says %u tokens (%zu bytes in all) but the file has %zu bytes; it is %s",
+                        path, (unsigned)count, SHARD_HEADER_BYTES + 2 * (size_t)count, size,
+                        size < SHARD_HEADER_BYTES + 2 * (size_t)count ? "truncated" : "longer than its header says"), EXIT_RUNTIME;
+    if (count == 0) return snprintf(err, errlen, "--data '%s': the shard holds no tokens", path), EXIT_RUNTIME;
     d->n = count;
     d->tok_offset = SHARD_HEADER_BYTES, d->tok_bytes = 2;
     d->mask_token = SHARD_VOCAB;
     for (size_t i = 0; i < d->n; i++)
         if (seq_token(d, i) >= SHARD_VOCAB)
-            die_runtime("--data '%s': token %d at position %zu is not a GPT-2 token (vocabulary %d)", path, seq_token(d, i), i,
-                        SHARD_VOCAB);
+            return snprintf(err, errlen, "--data '%s': token %d at position %zu is not a GPT-2 token (vocabulary %d)", path,
+                            seq_token(d, i), i, SHARD_VOCAB), EXIT_RUNTIME;
+    return 0;
 }
 
 // Token ids separated by spaces.

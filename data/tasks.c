@@ -247,11 +247,10 @@ static int task_vocab(int causal) {
     return TT_VOCAB;
 }
 
-static void task_open(data_t *d, const char *spec) {
+static int task_open(data_t *d, const char *spec, char *err, size_t errlen) {
     d->task = task_find(spec + 5);
     d->mask_token = TT_MASK;
-    char err[256];
-    if (!data_task_sizes(d, "1:16", NULL, err, sizeof err)) die_usage("%s", err);
+    return data_task_sizes(d, "1:16", NULL, err, errlen) ? 0 : EXIT_USAGE;
 }
 
 static int task_check_ctx(const data_t *d, int T, char *err, size_t errlen) {

@@ -61,8 +61,8 @@ int model_config_check(const model_config *c, char *err, size_t errlen) {
 // Builds the parameter table (and the encodings' small state) without the
 // four big buffers.
 static void model_build(model_t *m, const model_config *cfg) {
-    char err[256];
-    if (!model_config_check(cfg, err, sizeof err)) die_usage("%s", err);
+    char err[256];  // callers check a configuration first (model_config_check): this is their bug
+    if (!model_config_check(cfg, err, sizeof err)) die_runtime("internal: a model built from an unchecked configuration: %s", err);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->attn_chunk = ATTN_CHUNK;
@@ -307,13 +307,16 @@ void model_draw_positions(const model_t *m, model_acts *a, unsigned long long se
 #define P(m, idx) ((m)->params + (m)->tab.t[(m)->idx].offset)
 #define G(m, idx) ((m)->grads + (m)->tab.t[(m)->idx].offset)
 
+// The data layer hands the model only tokens of its vocabulary (a shard's
+// are checked when it is opened): one outside it here is a bug, caught before
+// it indexes the embedding.
 static void check_tokens(const model_t *m, const int *tokens, const int *targets, size_t n) {
     int V = m->cfg.vocab;
     for (size_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= V)
-            die_runtime("token %d at position %zu is outside the vocabulary [0, %d)", tokens[i], i, V);
+            die_runtime("internal: token %d at position %zu is outside the vocabulary [0, %d)", tokens[i], i, V);
         if (targets && (targets[i] < -1 || targets[i] >= V))
-            die_runtime("target %d at position %zu is outside the vocabulary [0, %d)", targets[i], i, V);
+            die_runtime("internal: target %d at position %zu is outside the vocabulary [0, %d)", targets[i], i, V);
     }
 }
 

@@ -71,7 +71,7 @@ typedef struct {
 } model_t;
 
 // Builds the parameter table and allocates the four buffers (uninitialised
-// parameters). Exits 2 on a bad configuration.
+// parameters). cfg must have passed model_config_check.
 void model_create(model_t *m, const model_config *cfg);
 void model_free(model_t *m);
 // The number of parameters cfg implies, without allocating them.

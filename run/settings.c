@@ -183,7 +183,7 @@ int setting_at_default(const setting *s, const options *o, const run_state *st) 
     case SET_INT: return *(const long *)f == (s->def ? strtol(s->def, NULL, 10) : 0);
     case SET_U64: return *(const uint64_t *)f == 0;
     case SET_REAL: return *(const float *)f == (s->def ? (float)strtod(s->def, NULL) : 0.0f);
-    case SET_CHOICE: return strcmp(s->choices[*(const int *)f], s->def) == 0;
+    case SET_CHOICE: return s->def && strcmp(s->choices[*(const int *)f], s->def) == 0;
     case SET_TEXT: {
         const char *v = *(const char *const *)f;
         return v == s->def || (v && s->def && strcmp(v, s->def) == 0);
@@ -315,7 +315,7 @@ void options_defaults(options *o) {
     for (int i = 0; i < settings_count; i++) {
         const setting *s = &settings_schema[i];
         if (s->def && !(s->flags & SET_STATE) && !setting_parse(s, s->def, o, NULL, err, sizeof err))
-            die_runtime("the default of --%s does not parse: %s", s->name, err);  // a bug in the table
+            die_runtime("internal: the default of --%s does not parse: %s", s->name, err);  // a bug in the table
     }
 }
 

@@ -34,6 +34,10 @@ typedef struct {
 extern const char *test_encodings[];
 extern int n_test_encodings;
 
+// data_open for a test, which names a corpus that must open: a refusal is
+// a bug in the test, so it ends the run with the message.
+void test_data_open(data_t *d, const char *spec, int causal, unsigned long long seed);
+
 // A tiny model with weights large enough that every path carries gradient.
 void test_tiny_config(model_config *c, const char *pe, int causal);
 // 0 when the encoding refuses the mode (xPos and FIRE are causal only).

@@ -19,16 +19,17 @@ static int check_kind(const corpus_ops *k, const char *spec, int causal) {
     data_t d, e;
     int vocab;
     size_t bytes;
-    data_describe(spec, causal, &vocab, &bytes);
-    data_open(&d, spec, causal, 3);
-    data_open(&e, spec, causal, 3);
+    char err[512] = "";
+    EXPECT(data_describe(spec, causal, &vocab, &bytes, err, sizeof err) == 0, "%s: %s", spec, err);
+    test_data_open(&d, spec, causal, 3);
+    test_data_open(&e, spec, causal, 3);
     const char *mode = causal ? "causal" : "bidir";
     EXPECT(d.ops == k, "%s (%s): opened as %s", k->name, spec, d.ops->name);
     EXPECT(d.vocab == vocab, "%s %s: data_describe said vocabulary %d, data_open %d", k->name, mode, vocab, d.vocab);
     EXPECT(data_is_path(spec) == k->file, "%s: data_is_path(%s) is %d", k->name, spec, data_is_path(spec));
     EXPECT(!k->file || bytes > 0, "%s: a file of 0 bytes", k->name);
     EXPECT(!data_is_text(&d, d.mask_token), "%s %s: [MASK] counts as text", k->name, mode);
-    char err[512] = "";
+    err[0] = 0;
     EXPECT(data_check_ctx(&d, T, err, sizeof err), "%s %s: ctx %d refused: %s", k->name, mode, T, err);
     static int tok[B * T], tgt[B * T], seg[B * T], tok2[B * T], tgt2[B * T], seg2[B * T];
     for (int round = 0; round < 3; round++) {

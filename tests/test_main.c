@@ -27,6 +27,12 @@ static void list_test_encodings(void) {
         test_encodings[n_test_encodings++] = composites[i];
 }
 
+void test_data_open(data_t *d, const char *spec, int causal, unsigned long long seed) {
+    char err[512];
+    int rc = data_open(d, spec, causal, seed, err, sizeof err);
+    if (rc) die_status(rc, err);
+}
+
 void test_tiny_config(model_config *c, const char *pe, int causal) {
     memset(c, 0, sizeof *c);
     c->vocab = 13, c->ctx = 80, c->d_model = 8, c->layers = 2, c->heads = 2, c->causal = causal;

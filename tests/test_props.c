@@ -116,7 +116,7 @@ static int test_nope_bidir_permutation(void) {
 static int test_nope_bidir_probe_symmetric(void) {
     int fails = 0;
     data_t d;
-    data_open(&d, "cats", 0, 3);
+    test_data_open(&d, "cats", 0, 3);
     model_config cfg;
     test_tiny_config(&cfg, "none", 0);
     cfg.vocab = d.vocab, cfg.d_model = 16;
@@ -149,7 +149,7 @@ static int test_cats_held_out(void) {
     int fails = 0;
     for (int causal = 0; causal < 2; causal++) {
         data_t d;
-        data_open(&d, "cats", causal, 11);
+        test_data_open(&d, "cats", causal, 11);
         int B = 32, T = 64, tok[32 * 64], tgt[32 * 64], seg[32 * 64];
         int seen = 0;
         int the = 2, dot = 3;
@@ -181,7 +181,7 @@ static int test_cats_held_out(void) {
 static int test_cats_bidir_targets(void) {
     int fails = 0;
     data_t d;
-    data_open(&d, "cats", 0, 12);
+    test_data_open(&d, "cats", 0, 12);
     int T = 64, tok[8 * 64], tgt[8 * 64], seg[8 * 64];
     data_next_batch(&d, 8, T, tok, tgt, seg);
     for (int i = 0; i < 8 * T; i++) {
@@ -243,7 +243,7 @@ static int test_adamw_step(void) {
 // Trains a small model for `steps` and returns the losses; used twice below.
 static void short_run(const char *pe, int causal, int steps, unsigned long long seed, double *losses) {
     data_t d;
-    data_open(&d, "cats", causal, seed);
+    test_data_open(&d, "cats", causal, seed);
     model_config cfg;
     test_tiny_config(&cfg, pe, causal);
     cfg.vocab = d.vocab, cfg.d_model = 32, cfg.heads = 4, cfg.ctx = 32;
@@ -623,7 +623,7 @@ static int test_rope_variants_limits(void) {
 static int test_learned_refuses_long_eval(void) {
     int fails = 0;
     data_t d;
-    data_open(&d, "cats", 1, 1);
+    test_data_open(&d, "cats", 1, 1);
     model_config cfg;
     test_tiny_config(&cfg, "learned", 1);
     cfg.vocab = d.vocab, cfg.ctx = 32;
@@ -661,7 +661,7 @@ static int test_png_roundtrip(void) {
     free(px);
     canvas_free(&c);
     data_t d;
-    data_open(&d, "cats", 0, 1);
+    test_data_open(&d, "cats", 0, 1);
     model_config cfg;
     test_tiny_config(&cfg, "rope", 0);
     cfg.vocab = d.vocab;

@@ -99,7 +99,7 @@ static int test_task_rows_sizes_and_seeds(void) {
     int fails = 0;
     char err[256];
     data_t d, e, f;
-    data_open(&d, "task:copy", 1, 7);
+    test_data_open(&d, "task:copy", 1, 7);
     EXPECT(data_task_sizes(&d, "3:9", NULL, err, sizeof err), "3:9: %s", err);
     EXPECT(d.n_tests == 2 && d.tests[0].lo == 10 && d.tests[0].hi == 18 && d.tests[1].lo == 19 && d.tests[1].hi == 36,
            "default test sizes of 3:9: %d ranges, %d:%d", d.n_tests, d.tests[0].lo, d.tests[0].hi);
@@ -108,8 +108,8 @@ static int test_task_rows_sizes_and_seeds(void) {
     EXPECT(!data_task_sizes(&d, "1:4", "6:8,", err, sizeof err), "a trailing comma should be refused");
     EXPECT(!data_task_sizes(&d, "1:4", "", err, sizeof err), "no test range should be refused");
     EXPECT(data_task_sizes(&d, "3:9", "10:12,40:50", err, sizeof err) && d.n_tests == 2, "10:12,40:50: %s", err);
-    data_open(&e, "task:copy", 1, 7);
-    data_open(&f, "task:copy", 1, 8);
+    test_data_open(&e, "task:copy", 1, 7);
+    test_data_open(&f, "task:copy", 1, 8);
     data_task_sizes(&e, "3:9", NULL, err, sizeof err);
     data_task_sizes(&f, "3:9", NULL, err, sizeof err);
     enum { B = 64, T = 20 };
