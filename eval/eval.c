@@ -43,7 +43,7 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     if (!model_fits_in_memory(m, B, L, 0, r->err, sizeof r->err)) return;
     model_acts a;
     model_acts_alloc(&a, m, B, L, 0);
-    model_eval_length(m, L);  // e.g. RoPE's context extension, for this evaluation only
+    a.eval_len = L;  // RoPE's context extension at this length, for this evaluation only
     size_t BT = (size_t)B * L;
     int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
     // MPI: the batches of windows are dealt out to the processes in turn
@@ -69,7 +69,6 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     double both[2] = {sum, count};
     dist_sum_doubles(both, 2);
     sum = both[0], count = both[1];
-    model_eval_length(m, 0);
     free(tok);
     free(tgt);
     free(seg);
@@ -127,7 +126,7 @@ void eval_task(model_t *m, const data_t *d, task_range r, int count, unsigned lo
     if (!model_fits_in_memory(m, B, L, 0, res->err, sizeof res->err)) return;
     model_acts a;
     model_acts_alloc(&a, m, B, L, 0);
-    model_eval_length(m, L);
+    a.eval_len = L;
     size_t BT = (size_t)B * L;
     int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
     for (int i0 = 0; i0 < count; i0 += B) {
@@ -146,7 +145,6 @@ void eval_task(model_t *m, const data_t *d, task_range r, int count, unsigned lo
         res->right += eval_rows_all_right(a.logits, tgt, nb, L, m->cfg.vocab, &scored);
         res->n += scored;
     }
-    model_eval_length(m, 0);
     free(tok), free(tgt), free(seg);
     model_acts_free(&a);
     res->ok = 1;

@@ -142,11 +142,6 @@ int model_max_eval_ctx(const model_t *m) {
     return most;
 }
 
-void model_eval_length(model_t *m, int L) {
-    for (int i = 0; i < PE_SLOTS; i++)
-        if (m->pe[i].ops && m->pe[i].ops->eval_length) m->pe[i].ops->eval_length(&m->pe[i], L);
-}
-
 static int max_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
@@ -342,7 +337,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
         PROF(PROF_LAYERNORM, layernorm_forward(ln1, a->ln1_mean + s * BT, a->ln1_rstd + s * BT, x,
                               P(m, ln1w) + (size_t)l * C, P(m, ln1b) + (size_t)l * C, BT, C));
         PROF(PROF_MATMUL, matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C));
-        if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T, a->pos));
+        if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T, a->pos, a->eval_len));
         if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, span));
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
         if (a->fused) PROF(PROF_ATTENTION, attn_fused_forward(atty, att, qkv, &d, a->scratch));
@@ -412,7 +407,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         if (a->fused) PROF(PROF_ATTENTION, attn_fused_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
         else PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
         if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, a->pos ? c->rand_pos : T));
-        if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T, a->pos));
+        if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T, a->pos, a->eval_len));
         ops_zero(a->dln, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,
                             a->dqkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, BT, C, 3 * C));

@@ -18,6 +18,8 @@ int model_config_check(const model_config *c, char *err, size_t errlen);
 // and keep no T×T matrix.
 typedef struct {
     int B, T, training;
+    int eval_len;                         // an evaluation at this length applies its context extension (RoPE's
+                                          // --rope-scale) in the forward passes made with these; 0: none
     int chunk;                            // attention's rows per block (the model's attn_chunk at allocation)
     int fused;                            // the fused attention kernel (the model's attn_fused at allocation)
     size_t n_targets;                     // targets in the last forward (the loss's denominator)
@@ -82,9 +84,6 @@ size_t model_num_params(const model_t *m);
 // The longest context the model can be evaluated at (a learned table ends at
 // the training ctx); INT_MAX when unbounded.
 int model_max_eval_ctx(const model_t *m);
-// Tells the encodings that evaluation at length L begins (L > 0: RoPE's
-// context extension applies), or that it is over (L = 0).
-void model_eval_length(model_t *m, int L);
 
 void model_acts_alloc(model_acts *a, const model_t *m, int B, int T, int training);
 // 1 when a run at (B, T) fits in the memory available now (or that is

@@ -197,7 +197,7 @@ static void at_run(at_ctx *c) {
     pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
     memcpy(c->qkv, c->qkv_in, sizeof(float) * 3 * c->B * c->T * cf->d_model);
     if (rel) rel->pos = c->pos, rel->pos_B = c->B, rel->pos_T = c->T;  // as model_forward sets them
-    if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos);
+    if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos, 0);
     if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, c->pos ? cf->rand_pos : c->T);
     attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0,
                    c->fused ? FUSED_CHUNK : ATTN_CHUNK, c->pos};
@@ -238,7 +238,7 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos, int fus
     if (fused) attn_fused_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
     else attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
     if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, pa.pos ? rand_pos : T);
-    if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T, pa.pos);
+    if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T, pa.pos, 0);
     int fails = fd_compare("dqkv", c.qkv_in, dqkv, 3 * BTC, 40, at_loss, &c);
     if (rel)  // the encoding's own tensors (layer 0's slice is what layer 0 uses)
         for (int k = 0; k < m.tab.n; k++) {

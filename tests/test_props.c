@@ -305,7 +305,7 @@ static int test_rope_relative(void) {
         memcpy(qkv + (size_t)pairs[p][0] * 3 * C, q, sizeof q);
         memcpy(qkv + (size_t)pairs[p][1] * 3 * C + C, k, sizeof k);
     }
-    m.pe[PE_REL].ops->qk_forward(&m.pe[PE_REL], qkv, 1, T, NULL);
+    m.pe[PE_REL].ops->qk_forward(&m.pe[PE_REL], qkv, 1, T, NULL, 0);
     double dots[5];
     for (int p = 0; p < 5; p++) {
         const float *qi = qkv + (size_t)pairs[p][0] * 3 * C, *kj = qkv + (size_t)pairs[p][1] * 3 * C + C;

@@ -8,7 +8,6 @@
 //   check             rules about the model's shape it needs (even head size…)
 //   init / free       declares its parameters in the model's table; its state
 //   max_eval_ctx      the longest context it can be evaluated at
-//   eval_length       evaluation at length L begins (L > 0) or ends (L = 0)
 //   input_*           absolute encodings: x (B, T, C) += P(t)
 //   qk_*              transform q and k in place (RoPE)
 //   layer_begin       per-layer work before attention's forward (XL: W_R r), and
@@ -69,8 +68,6 @@ typedef struct pe_ops {
     void (*free)(pe_t *pe);
     // The longest evaluation context; NULL = unbounded.
     int (*max_eval_ctx)(const pe_t *pe);
-    // Evaluation at length L is about to run (L > 0), or training resumes (L = 0).
-    void (*eval_length)(pe_t *pe, int L);
 
     // x (B, T, C) += P(pos[b, t]); pos (B, T) is NULL for positions 0..T-1
     // (see "Positions" below)
@@ -79,9 +76,11 @@ typedef struct pe_ops {
     void (*input_backward)(pe_t *pe, float *grads, const float *dx, int B, int T, const int *pos);
 
     // qkv (B, T, 3C): rotate the q and k parts in place; backward maps the
-    // gradient of the rotated q, k back to the unrotated ones, in place.
-    void (*qk_forward)(pe_t *pe, float *qkv, int B, int T, const int *pos);
-    void (*qk_backward)(pe_t *pe, float *dqkv, int B, int T, const int *pos);
+    // gradient of the rotated q, k back to the unrotated ones, in place. L:
+    // the evaluation length whose context extension applies (RoPE's
+    // --rope-scale), 0 in training and in evaluations that apply none.
+    void (*qk_forward)(pe_t *pe, float *qkv, int B, int T, const int *pos, int L);
+    void (*qk_backward)(pe_t *pe, float *dqkv, int B, int T, const int *pos, int L);
 
     void (*layer_begin)(pe_t *pe, const float *params, int layer, int T);
     // Floats of tables and scratch the encoding allocates for a context of T

@@ -41,8 +41,6 @@ static const pe_option rope_options[] = {
 };
 
 typedef struct {
-    int scale;       // the extension in force: ROPE_SCALE_NONE while training
-    float factor;
     int T, table_scale, hs;  // what cs was made for
     float table_factor;
     float *cs;       // (T, hs/2, 2): cos, sin of each pair's angle
@@ -84,44 +82,45 @@ static int rope_check(const pe_t *pe, char *err, size_t errlen) {
     return 1;
 }
 
-// Evaluation at L uses the chosen extension, with the factor given or
-// L / ctx (1 at or below the training length); training and every other
-// evaluation (order probe, pictures, sampling) use none. A fine-tuned model
-// (--init, cfg->base_ctx > 0) keeps the extension it was fine-tuned with,
-// in training and at every evaluation, with the factor given or
-// ctx / base_ctx (at least 1).
-static void rope_eval_length(pe_t *pe, int L) {
-    rope_state *st = pe->state;
+// The extension in force for an evaluation at length L (L = 0: training, and
+// every evaluation that applies none: the order probe, pictures, sampling):
+// at L the chosen extension, with the factor given or L / ctx (1 at or below
+// the training length). A fine-tuned model (--init, cfg->base_ctx > 0) keeps
+// the extension it was fine-tuned with, in training and at every evaluation,
+// with the factor given or ctx / base_ctx (at least 1).
+static void rope_extension(const pe_t *pe, int L, int *scale, float *factor) {
     int T = pe->cfg->ctx, base = pe->cfg->base_ctx;
     float given = (float)pe->opt[ROPE_FACTOR];
     if (base > 0) {
-        st->scale = (int)pe->opt[ROPE_SCALE];
-        st->factor = !isnan(given) ? given : T > base ? (float)T / base : 1.0f;
+        *scale = (int)pe->opt[ROPE_SCALE];
+        *factor = !isnan(given) ? given : T > base ? (float)T / base : 1.0f;
         return;
     }
-    st->scale = L > 0 ? (int)pe->opt[ROPE_SCALE] : ROPE_SCALE_NONE;
-    st->factor = L <= 0 ? 1.0f : !isnan(given) ? given : L > T ? (float)L / T : 1.0f;
+    *scale = L > 0 ? (int)pe->opt[ROPE_SCALE] : ROPE_SCALE_NONE;
+    *factor = L <= 0 ? 1.0f : !isnan(given) ? given : L > T ? (float)L / T : 1.0f;
 }
 
-static void rope_init(pe_t *pe, param_table *tab) {
-    pe->state = xcalloc(1, sizeof(rope_state));
-    rope_eval_length(pe, 0);
-}
+static void rope_init(pe_t *pe, param_table *tab) { pe->state = xcalloc(1, sizeof(rope_state)); }
 
-static rope_state *rope_table(pe_t *pe, int T) {
+// The table for T positions under the extension of an evaluation at L (a
+// cache: made again only when T or the extension changes).
+static rope_state *rope_table(pe_t *pe, int T, int L) {
     rope_state *st = pe->state;
-    float factor = st->scale ? st->factor : 1.0f;
-    if (st->cs && st->T == T && st->table_scale == st->scale && st->table_factor == factor) return st;
+    int scale;
+    float factor;
+    rope_extension(pe, L, &scale, &factor);
+    if (!scale) factor = 1.0f;
+    if (st->cs && st->T == T && st->table_scale == scale && st->table_factor == factor) return st;
     int hs = pe->cfg->d_model / pe->cfg->heads, half = hs / 2;
     free(st->cs);
     st->cs = xmalloc(sizeof(float) * size_mul((size_t)T, (size_t)hs, "rope table"));
     float theta[half > 0 ? half : 1], pos_mul;
     int ctx = pe->cfg->base_ctx > 0 ? pe->cfg->base_ctx : pe->cfg->ctx;  // the length the frequencies were made for
-    rope_frequencies(hs, ctx, (float)pe->opt[ROPE_BASE], st->scale, factor, theta, &pos_mul, &st->mscale);
+    rope_frequencies(hs, ctx, (float)pe->opt[ROPE_BASE], scale, factor, theta, &pos_mul, &st->mscale);
     int rotated = (int)lround(pe->opt[ROPE_FRACTION] * half);  // p-RoPE: the highest frequencies
     for (int m = rotated; m < half; m++) theta[m] = 0.0f;
     rope_angles(st->cs, T, half, theta, pos_mul);
-    st->T = T, st->table_scale = st->scale, st->table_factor = factor, st->hs = hs;
+    st->T = T, st->table_scale = scale, st->table_factor = factor, st->hs = hs;
     return st;
 }
 
@@ -159,16 +158,18 @@ void rope_angles(float *cs, int T, int half, const float *theta, float pos_mul) 
         }
 }
 
-static void rope_rotate(pe_t *pe, float *qkv, int B, int T, int dir, const int *pos) {
-    rope_state *st = rope_table(pe, pos ? pe->cfg->rand_pos : T);  // a row per position that can occur
+static void rope_rotate(pe_t *pe, float *qkv, int B, int T, int dir, const int *pos, int L) {
+    rope_state *st = rope_table(pe, pos ? pe->cfg->rand_pos : T, L);  // a row per position that can occur
     rope_apply(qkv, B, T, pe->cfg->d_model, pe->cfg->heads, st->cs, NULL, NULL, st->mscale, dir, pos);
 }
 
-static void rope_qk_forward(pe_t *pe, float *qkv, int B, int T, const int *pos) { rope_rotate(pe, qkv, B, T, 1, pos); }
+static void rope_qk_forward(pe_t *pe, float *qkv, int B, int T, const int *pos, int L) {
+    rope_rotate(pe, qkv, B, T, 1, pos, L);
+}
 
-static void rope_qk_backward(pe_t *pe, float *dqkv, int B, int T, const int *pos) {
+static void rope_qk_backward(pe_t *pe, float *dqkv, int B, int T, const int *pos, int L) {
     // forward: x̃ = mscale·R(tθ) x  →  dx = mscale·R(tθ)ᵀ dx̃ = mscale·R(−tθ) dx̃
-    rope_rotate(pe, dqkv, B, T, -1, pos);
+    rope_rotate(pe, dqkv, B, T, -1, pos, L);
 }
 
 static void rope_free(pe_t *pe) {
@@ -184,7 +185,6 @@ const pe_ops pe_rope_ops = {
     .options = rope_options,
     .check = rope_check,
     .init = rope_init,
-    .eval_length = rope_eval_length,
     .free = rope_free,
     .qk_forward = rope_qk_forward,
     .qk_backward = rope_qk_backward,

@@ -75,10 +75,10 @@ static void xpos_qk(pe_t *pe, float *qkv, int B, int T, int dir, const int *pos)
     rope_apply(qkv, B, T, pe->cfg->d_model, pe->cfg->heads, st->cs, st->sq, st->sk, 1.0f, dir, pos);
 }
 
-static void xpos_qk_forward(pe_t *pe, float *qkv, int B, int T, const int *pos) { xpos_qk(pe, qkv, B, T, 1, pos); }
+static void xpos_qk_forward(pe_t *pe, float *qkv, int B, int T, const int *pos, int L) { xpos_qk(pe, qkv, B, T, 1, pos); }
 
 // forward: x̃ = D R x with D diagonal  →  dx = Rᵀ D dx̃ = D R(−θ) dx̃
-static void xpos_qk_backward(pe_t *pe, float *dqkv, int B, int T, const int *pos) { xpos_qk(pe, dqkv, B, T, -1, pos); }
+static void xpos_qk_backward(pe_t *pe, float *dqkv, int B, int T, const int *pos, int L) { xpos_qk(pe, dqkv, B, T, -1, pos); }
 
 const pe_ops pe_xpos_ops = {
     .name = "xpos",
