@@ -156,14 +156,14 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
                             Q + (size_t)i0 * ld, ld, K, ld, 0.0f, S, T);
                 if (rel && rel->ops->score_forward)
-                    rel->ops->score_forward(rel, d->params, d->layer, h, Q + (size_t)i0 * ld, K, ld,
+                    rel->ops->score_forward(rel, d->params, d->layer, h, b, Q + (size_t)i0 * ld, K, ld,
                                             i0, nq, nk, S, T, pos_b);
                 for (int r = 0; r < nq; r++) softmax_row(S + (size_t)r * T, d, seg_b, i0 + r, nk, att ? T : nk, NULL);
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,
                             S, T, V, ld, 0.0f, Y, C);
                 if (rel && rel->ops->value_forward)
-                    rel->ops->value_forward(rel, d->params, d->layer, h, S, T, i0, nq, nk, Y, C, pos_b);
+                    rel->ops->value_forward(rel, d->params, d->layer, h, b, S, T, i0, nq, nk, Y, C, pos_b);
             }
         }
     }
@@ -191,7 +191,7 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, 1.0f,
                             dY, C, V, ld, 0.0f, dP, T);
                 if (rel && rel->ops->value_backward)
-                    rel->ops->value_backward(rel, d->params, grads, d->layer, h, P, T, i0, nq, nk,
+                    rel->ops->value_backward(rel, d->params, grads, d->layer, h, b, P, T, i0, nq, nk,
                                              dY, C, dP, T, pos_b);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f,
                             P, T, dY, C, 1.0f, dV, ld);
@@ -199,7 +199,7 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                 softmax_backward_rows(P, T, dP, T, nq, nk);
                 // forward: S = Q Kᵀ · scale + bias
                 if (rel && rel->ops->score_backward)
-                    rel->ops->score_backward(rel, d->params, grads, d->layer, h, Q + (size_t)i0 * ld, K,
+                    rel->ops->score_backward(rel, d->params, grads, d->layer, h, b, Q + (size_t)i0 * ld, K,
                                              ld, dQ + (size_t)i0 * ld, dK, i0, nq, nk, dP, T, pos_b);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, scale,
                             dP, T, K, ld, 1.0f, dQ + (size_t)i0 * ld, ld);
@@ -286,7 +286,7 @@ static inline int sub_keys(const attn_dims *d, int i0, int r0, int m) { return d
 // the weights: softmax_row saving stat (forward; stat NULL at evaluation) or
 // probs_row from it (backward).
 static void block_weights(float *S, const float *Q, const float *K, int ld, int hs, float scale, const attn_dims *d,
-                          int h, int i0, int nq, const int *seg_b, const int *pos_b, float *stat, const float *saved) {
+                          int b, int h, int i0, int nq, const int *seg_b, const int *pos_b, float *stat, const float *saved) {
     const int T = d->T;
     pe_t *rel = d->rel;
     rows_by_keys(S, T, Q + (size_t)i0 * ld, ld, K, ld, hs, scale, d, i0, nq);
@@ -294,7 +294,7 @@ static void block_weights(float *S, const float *Q, const float *K, int ld, int 
         int m = imin(sub_rows(d, nq), nq - r0), i = i0 + r0, nk = sub_keys(d, i0, r0, m);
         float *Sr = S + (size_t)r0 * T;
         if (rel && rel->ops->score_forward)
-            rel->ops->score_forward(rel, d->params, d->layer, h, Q + (size_t)i * ld, K, ld, i, m, nk, Sr, T, pos_b);
+            rel->ops->score_forward(rel, d->params, d->layer, h, b, Q + (size_t)i * ld, K, ld, i, m, nk, Sr, T, pos_b);
         for (int r = 0; r < m; r++) {
             float *row = Sr + (size_t)r * T;
             if (saved) probs_row(row, d, seg_b, i + r, nk, saved + 2 * (size_t)(i + r));
@@ -317,13 +317,13 @@ void attn_fused_forward(float *y, float *stats, const float *qkv, const attn_dim
             float *st = stats ? stats + ((size_t)b * NH + h) * T * 2 : NULL;  // (T, 2)
             for (int i0 = 0; i0 < T; i0 += d->chunk) {
                 int nq = imin(d->chunk, T - i0);
-                block_weights(S, Q, K, ld, hs, scale, d, h, i0, nq, seg_b, pos_b, st, NULL);
+                block_weights(S, Q, K, ld, hs, scale, d, b, h, i0, nq, seg_b, pos_b, st, NULL);
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;
                 rows_from_keys(Y, C, S, T, V, ld, hs, 1.0f, 0.0f, d, i0, nq);
                 if (rel && rel->ops->value_forward)
                     for (int r0 = 0; r0 < nq; r0 += sub_rows(d, nq)) {
                         int m = imin(sub_rows(d, nq), nq - r0);
-                        rel->ops->value_forward(rel, d->params, d->layer, h, S + (size_t)r0 * T, T, i0 + r0, m,
+                        rel->ops->value_forward(rel, d->params, d->layer, h, b, S + (size_t)r0 * T, T, i0 + r0, m,
                                                 sub_keys(d, i0, r0, m), Y + (size_t)r0 * C, C, pos_b);
                     }
             }
@@ -350,18 +350,18 @@ void attn_fused_backward(float *dqkv, float *grads, const float *dy, const float
                 int nq = imin(d->chunk, T - i0);
                 const float *dY = dy + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
                 // forward: P = softmax(Q Kᵀ · scale + bias), recomputed; Y = P V (+ value term)
-                block_weights(P, Q, K, ld, hs, scale, d, h, i0, nq, seg_b, pos_b, NULL, st);
+                block_weights(P, Q, K, ld, hs, scale, d, b, h, i0, nq, seg_b, pos_b, NULL, st);
                 rows_by_keys(dP, T, dY, C, V, ld, hs, 1.0f, d, i0, nq);
                 for (int r0 = 0; r0 < nq; r0 += sub_rows(d, nq)) {
                     int m = imin(sub_rows(d, nq), nq - r0), i = i0 + r0, nk = sub_keys(d, i0, r0, m);
                     float *Pr = P + (size_t)r0 * T, *g = dP + (size_t)r0 * T;
                     if (rel && rel->ops->value_backward)
-                        rel->ops->value_backward(rel, d->params, grads, d->layer, h, Pr, T, i, m, nk, dY + (size_t)r0 * C,
+                        rel->ops->value_backward(rel, d->params, grads, d->layer, h, b, Pr, T, i, m, nk, dY + (size_t)r0 * C,
                                                  C, g, T, pos_b);
                     softmax_backward_rows(Pr, T, g, T, m, nk);
                     // forward: S = Q Kᵀ · scale + bias
                     if (rel && rel->ops->score_backward)
-                        rel->ops->score_backward(rel, d->params, grads, d->layer, h, Q + (size_t)i * ld, K, ld,
+                        rel->ops->score_backward(rel, d->params, grads, d->layer, h, b, Q + (size_t)i * ld, K, ld,
                                                  dQ + (size_t)i * ld, dK, i, m, nk, g, T, pos_b);
                 }
                 rows_from_keys(dQ + (size_t)i0 * ld, ld, dP, T, K, ld, hs, scale, 1.0f, d, i0, nq);

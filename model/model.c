@@ -91,7 +91,6 @@ static void model_build(model_t *m, const model_config *cfg) {
     for (int i = 0; i < PE_SLOTS; i++) {
         if (!ops[i]) continue;
         pe_resolve(&m->pe[i], ops[i], &m->cfg, err, sizeof err);  // checked above
-        m->pe[i].chunk = m->attn_chunk;
         if (ops[i]->init) ops[i]->init(&m->pe[i], t);
         for (int k = 0; k < PE_MAX_TENSORS; k++) m->pe[i].off[k] = t->t[m->pe[i].tensor[k]].offset;
     }
@@ -217,7 +216,7 @@ static double run_bytes(const model_t *m, int B, int T, int training) {
     double bytes = 0;
     for (int i = 0; i < n; i++) bytes += (double)buf[i].n * sizeof(float);
     for (int i = 0; i < PE_SLOTS; i++)
-        if (m->pe[i].ops && m->pe[i].ops->table_floats) bytes += (double)m->pe[i].ops->table_floats(&m->pe[i], T) * sizeof(float);
+        if (m->pe[i].ops && m->pe[i].ops->table_floats) bytes += (double)m->pe[i].ops->table_floats(&m->pe[i], T, m->attn_chunk) * sizeof(float);
     if (training) bytes += 4.0 * (double)m->tab.total * sizeof(float);
     return bytes;
 }
@@ -315,6 +314,11 @@ static void check_tokens(const model_t *m, const int *tokens, const int *targets
     }
 }
 
+// What the encodings' per-layer hooks are told about a batch of these activations.
+static pe_batch batch_of(const model_t *m, const model_acts *a) {
+    return (pe_batch){a->pos, a->B, a->T, a->pos ? m->cfg.rand_pos : a->T, a->chunk};
+}
+
 double model_forward(model_t *m, model_acts *a, const int *tokens, const int *targets, const int *seg) {
     const model_config *c = &m->cfg;
     const int B = a->B, T = a->T, C = c->d_model, L = c->layers, V = c->vocab;
@@ -324,9 +328,8 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     const float *wte = P(m, wte);
     for (size_t i = 0; i < BT; i++) memcpy(a->encoded + i * C, wte + (size_t)tokens[i] * C, sizeof(float) * C);
     if (m->pe[PE_ABS].ops) PROF(PROF_ENCODING, m->pe[PE_ABS].ops->input_forward(&m->pe[PE_ABS], m->params, a->encoded, B, T, a->pos));
-    int span = a->pos ? c->rand_pos : T;  // the positions the encodings' tables must cover
     pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
-    if (rel) rel->chunk = a->chunk, rel->pos = a->pos, rel->pos_B = B, rel->pos_T = T;
+    const pe_batch bt = batch_of(m, a);
     const float *x = a->encoded;
     for (int l = 0; l < L; l++) {
         size_t s = a->training ? (size_t)l : 0;  // evaluation reuses one layer's buffers
@@ -338,7 +341,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
                               P(m, ln1w) + (size_t)l * C, P(m, ln1b) + (size_t)l * C, BT, C));
         PROF(PROF_MATMUL, matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C));
         if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T, a->pos, a->eval_len));
-        if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, span));
+        if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, &bt));
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
         if (a->fused) PROF(PROF_ATTENTION, attn_fused_forward(atty, att, qkv, &d, a->scratch));
         else PROF(PROF_ATTENTION, attn_forward(atty, att, qkv, &d, a->scratch));
@@ -378,7 +381,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     ops_zero(a->dres, BTC);
     PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, lnfw), G(m, lnfb), a->dln, xlast, P(m, lnfw), a->lnf_mean, a->lnf_rstd, BT, C));
     pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
-    if (rel) rel->pos = a->pos, rel->pos_B = a->B, rel->pos_T = a->T;
+    const pe_batch bt = batch_of(m, a);
     for (int l = L - 1; l >= 0; l--) {
         const float *x = l ? a->res3 + (size_t)(l - 1) * BTC : a->encoded;  // the layer's input
         float *ln1 = a->ln1 + (size_t)l * BTC, *qkv = a->qkv + (size_t)l * 3 * BTC, *atty = a->atty + (size_t)l * BTC;
@@ -403,10 +406,10 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         ops_zero(a->dqkv, 3 * BTC);
         attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
         if (a->fused && rel && rel->ops->layer_begin)  // the recomputed scores need this layer's tables again
-            PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, a->pos ? c->rand_pos : T));
+            PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, &bt));
         if (a->fused) PROF(PROF_ATTENTION, attn_fused_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
         else PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
-        if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, a->pos ? c->rand_pos : T));
+        if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, &bt));
         if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T, a->pos, a->eval_len));
         ops_zero(a->dln, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,

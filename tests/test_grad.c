@@ -196,11 +196,11 @@ static void at_run(at_ctx *c) {
     const model_config *cf = &m->cfg;
     pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
     memcpy(c->qkv, c->qkv_in, sizeof(float) * 3 * c->B * c->T * cf->d_model);
-    if (rel) rel->pos = c->pos, rel->pos_B = c->B, rel->pos_T = c->T;  // as model_forward sets them
+    int chunk = c->fused ? FUSED_CHUNK : ATTN_CHUNK;
+    const pe_batch bt = {c->pos, c->B, c->T, c->pos ? cf->rand_pos : c->T, chunk};  // as model_forward makes it
     if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos, 0);
-    if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, c->pos ? cf->rand_pos : c->T);
-    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0,
-                   c->fused ? FUSED_CHUNK : ATTN_CHUNK, c->pos};
+    if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, &bt);
+    attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0, chunk, c->pos};
     if (c->fused) attn_fused_forward(c->y, c->att, c->qkv, &d, c->scratch);
     else attn_forward(c->y, c->att, c->qkv, &d, c->scratch);
 }
@@ -237,7 +237,8 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos, int fus
     attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, fused ? FUSED_CHUNK : ATTN_CHUNK, pa.pos};
     if (fused) attn_fused_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
     else attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
-    if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, pa.pos ? rand_pos : T);
+    const pe_batch bt = {pa.pos, B, T, pa.pos ? rand_pos : T, fused ? FUSED_CHUNK : ATTN_CHUNK};
+    if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, &bt);
     if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T, pa.pos, 0);
     int fails = fd_compare("dqkv", c.qkv_in, dqkv, 3 * BTC, 40, at_loss, &c);
     if (rel)  // the encoding's own tensors (layer 0's slice is what layer 0 uses)

@@ -33,7 +33,7 @@ static void alibi_free(pe_t *pe) {
     pe->state = NULL;
 }
 
-static void alibi_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+static void alibi_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                                 int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     float m = ((const float *)pe->state)[h];
     for (int r = 0; r < nq; r++) {

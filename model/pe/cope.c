@@ -51,20 +51,21 @@ static void cope_free(pe_t *pe) {
     pe->state = NULL;
 }
 
-static size_t cope_per_head(const pe_t *pe, int T) {
+static size_t cope_per_head(const pe_t *pe, int T, int chunk) {
     size_t P1 = (size_t)cope_P(pe) + 1;
-    return 2 * (size_t)pe->chunk * T + 2 * (size_t)pe->chunk * P1 + P1 * cope_hs(pe);
+    return 2 * (size_t)chunk * T + 2 * (size_t)chunk * P1 + P1 * cope_hs(pe);
 }
 
-static size_t cope_table_floats(const pe_t *pe, int T) { return pe->cfg->heads * cope_per_head(pe, T); }
+static size_t cope_table_floats(const pe_t *pe, int T, int chunk) { return pe->cfg->heads * cope_per_head(pe, T, chunk); }
 
-static void cope_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+static void cope_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
+    int T = bt->span;
     cope_state *st = pe->state;
-    if (st->work && st->T == T && st->chunk == pe->chunk) return;
+    if (st->work && st->T == T && st->chunk == bt->chunk) return;
     free(st->work);
-    st->per_head = cope_per_head(pe, T);
+    st->per_head = cope_per_head(pe, T, bt->chunk);
     st->work = xcalloc(size_mul(st->per_head, (size_t)pe->cfg->heads, "CoPE scratch"), sizeof(float));
-    st->T = T, st->chunk = pe->chunk, st->H = pe->cfg->heads;
+    st->T = T, st->chunk = bt->chunk, st->H = pe->cfg->heads;
 }
 
 typedef struct {
@@ -97,15 +98,15 @@ static void cope_positions(const pe_t *pe, const float *params, int layer, const
     }
 }
 
-static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                                int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
-    cope_bufs b = cope_head(pe, h);
+    cope_bufs w = cope_head(pe, h);
     int T = ((cope_state *)pe->state)->T, P = cope_P(pe);
     float scale = 1.0f / sqrtf((float)cope_hs(pe));
-    cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &b);
+    cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
     for (int r = 0; r < nq; r++) {
         int i = i0 + r;
-        const float *p = b.p + (size_t)r * T, *z = b.z + (size_t)r * (P + 1);
+        const float *p = w.p + (size_t)r * T, *z = w.z + (size_t)r * (P + 1);
         float *row = s + (size_t)r * lds;
         for (int j = 0; j <= i && j < nk; j++) {
             float pc = p[j] < P ? p[j] : (float)P, f = floorf(pc), fr = pc - f;
@@ -115,19 +116,19 @@ static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, 
     }
 }
 
-static void cope_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+static void cope_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                                 const float *ds, int lds, const int *pos) {
-    cope_bufs b = cope_head(pe, h);
+    cope_bufs w = cope_head(pe, h);
     int T = ((cope_state *)pe->state)->T, P = cope_P(pe), hs = cope_hs(pe);
     float scale = 1.0f / sqrtf((float)hs);
     const float *E = params + pe->off[0] + (size_t)layer * (P + 1) * hs;
-    cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &b);
-    memset(b.dz, 0, sizeof(float) * (size_t)nq * (P + 1));
+    cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
+    memset(w.dz, 0, sizeof(float) * (size_t)nq * (P + 1));
     for (int r = 0; r < nq; r++) {
         int i = i0 + r, last = i < nk - 1 ? i : nk - 1;
-        const float *z = b.z + (size_t)r * (P + 1), *d = ds + (size_t)r * lds;
-        float *g = b.G + (size_t)r * T, *p = b.p + (size_t)r * T, *dz = b.dz + (size_t)r * (P + 1);
+        const float *z = w.z + (size_t)r * (P + 1), *d = ds + (size_t)r * lds;
+        float *g = w.G + (size_t)r * T, *p = w.p + (size_t)r * T, *dz = w.dz + (size_t)r * (P + 1);
         // p becomes dp, in place
         for (int j = 0; j <= last; j++) {
             float pc = p[j] < P ? p[j] : (float)P, f = floorf(pc), fr = pc - f;
@@ -145,14 +146,14 @@ static void cope_score_backward(pe_t *pe, const float *params, float *grads, int
         for (int t = last + 1; t < nk; t++) g[t] = 0.0f;
     }
     // d(q·k): dq += dG·k, dk += dGᵀ·q; dz: dq += dz·E, dE_h += dzᵀ·q
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f, b.G, T, k, ld, 1.0f, dq, ld);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f, b.G, T, q, ld, 1.0f, dk, ld);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, P + 1, 1.0f, b.dz, P + 1, E, hs, 1.0f, dq, ld);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P + 1, hs, nq, 1.0f, b.dz, P + 1, q, ld, 1.0f, b.dE, hs);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f, w.G, T, k, ld, 1.0f, dq, ld);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f, w.G, T, q, ld, 1.0f, dk, ld);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, P + 1, 1.0f, w.dz, P + 1, E, hs, 1.0f, dq, ld);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P + 1, hs, nq, 1.0f, w.dz, P + 1, q, ld, 1.0f, w.dE, hs);
 }
 
 // The heads' shares of dE, added in head order.
-static void cope_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+static void cope_layer_end(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt) {
     int P = cope_P(pe), hs = cope_hs(pe);
     size_t n = (size_t)(P + 1) * hs;
     float *dE = grads + pe->off[0] + (size_t)layer * n;

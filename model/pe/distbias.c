@@ -54,18 +54,18 @@ void distbias_free(distbias *db) {
     memset(db, 0, sizeof *db);
 }
 
-void distbias_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+void distbias_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                             int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     distbias_add(pe->state, h, i0, nq, nk, s, lds, pos);
 }
 
-void distbias_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+void distbias_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                              const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                              const float *ds, int lds, const int *pos) {
     distbias_accumulate(pe->state, h, i0, nq, nk, ds, lds, pos);
 }
 
-size_t distbias_table_floats(const pe_t *pe, int T) { return distbias_floats(pe->cfg->heads, T); }
+size_t distbias_table_floats(const pe_t *pe, int T, int chunk) { return distbias_floats(pe->cfg->heads, T); }
 
 void distbias_free_state(pe_t *pe) {
     if (pe->state) distbias_free(pe->state);

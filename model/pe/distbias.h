@@ -36,12 +36,12 @@ void distbias_free(distbias *db);
 // init): the scores get the table of the layer being run, the backward
 // collects the gradient by distance, free releases the state.
 #include "pe.h"
-void distbias_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+void distbias_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                             int ld, int i0, int nq, int nk, float *s, int lds, const int *pos);
-void distbias_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+void distbias_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                              const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                              const float *ds, int lds, const int *pos);
-size_t distbias_table_floats(const pe_t *pe, int T);
+size_t distbias_table_floats(const pe_t *pe, int T, int chunk);
 void distbias_free_state(pe_t *pe);
 
 #endif

@@ -29,7 +29,8 @@ static void dpb_init(pe_t *pe, param_table *tab) {
 static float dpb_input(int n) { return (n < 0 ? -1.0f : 1.0f) * log1pf((float)abs(n)); }
 
 // Shared by the layers: made at layer 0, when the step's weights are fixed.
-static void dpb_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+static void dpb_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
+    int T = bt->span;
     distbias *db = pe->state;
     int H = pe->cfg->heads;
     if (!distbias_size(db, H, T) && layer > 0) return;
@@ -43,7 +44,8 @@ static void dpb_layer_begin(pe_t *pe, const float *params, int layer, int T) {
 
 // The gradient by distance has collected every layer's share when the
 // backward pass reaches layer 0; then it goes through the MLP once.
-static void dpb_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+static void dpb_layer_end(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt) {
+    int T = bt->span;
     if (layer > 0) return;
     distbias *db = pe->state;
     int H = pe->cfg->heads;

@@ -52,7 +52,7 @@ static void fire_size(fire_state *st, int nseq, int H, int T) {
     st->T = T, st->nseq = nseq;
 }
 
-static size_t fire_table_floats(const pe_t *pe, int T) { return 2 * (size_t)pe->cfg->heads * T * T; }
+static size_t fire_table_floats(const pe_t *pe, int T, int chunk) { return 2 * (size_t)pe->cfg->heads * T * T; }
 
 // c and L of a layer.
 static void fire_cl(const pe_t *pe, const float *params, int layer, double *c, double *L) {
@@ -61,15 +61,13 @@ static void fire_cl(const pe_t *pe, const float *params, int layer, double *c, d
 }
 
 // Position i of sequence s: i itself, or under --rand-pos the drawn one.
-static int fire_pos(const pe_t *pe, int s, int i) { return pe->pos ? pe->pos[(size_t)s * pe->pos_T + i] : i; }
+static int fire_pos(const pe_batch *bt, int s, int i) { return bt->pos ? bt->pos[(size_t)s * bt->T + i] : i; }
 
 // The tables: one (without --rand-pos; T is then the length) or one per
-// sequence of the batch (its drawn positions; T is then --rand-pos's MAX and
-// the batch's length is pos_T).
-static void fire_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+// sequence of the batch (its drawn positions, bt->T of them).
+static void fire_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
     fire_state *st = pe->state;
-    int H = pe->cfg->heads, nseq = pe->pos ? pe->pos_B : 1;
-    T = pe->pos ? pe->pos_T : T;
+    int H = pe->cfg->heads, nseq = bt->pos ? bt->B : 1, T = bt->pos ? bt->T : bt->span;
     fire_size(st, nseq, H, T);
     pe_mlp m = fire_shape(pe);
     double c, L;
@@ -78,36 +76,37 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, int T) {
     // Every pair on its own: the rows can go to any thread, the bits stay.
 #pragma omp parallel for schedule(dynamic, 8)
     for (int row = 0; row < nseq * T; row++) {
-        int s = row / T, i = row % T, pi = fire_pos(pe, s, i);
+        int s = row / T, i = row % T, pi = fire_pos(bt, s, i);
         float out[H], *b = st->bias + (size_t)s * H * TT + (size_t)i * T;
         double den = log(c * (L > pi ? L : pi) + 1.0);
         for (int j = 0; j <= i; j++) {
-            pe_mlp_forward(&m, pe, params, layer, (float)(log(c * (pi - fire_pos(pe, s, j)) + 1.0) / den), out);
+            pe_mlp_forward(&m, pe, params, layer, (float)(log(c * (pi - fire_pos(bt, s, j)) + 1.0) / den), out);
             for (int h = 0; h < H; h++) b[h * TT + j] = out[h];
         }
     }
 }
 
-// Head h's table for the sequence whose positions are pos.
-static size_t fire_table_at(const pe_t *pe, int h, int i0, const int *pos) {
+// Head h's table for sequence b (its own under --rand-pos, when pos is given;
+// else the one table).
+static size_t fire_table_at(const pe_t *pe, int h, int b, int i0, const int *pos) {
     const fire_state *st = pe->state;
-    size_t s = pos ? (size_t)(pos - pe->pos) / pe->pos_T : 0;
+    size_t s = pos ? (size_t)b : 0;
     return ((s * pe->cfg->heads + h) * st->T + i0) * st->T;
 }
 
-static void fire_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+static void fire_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                                int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     const fire_state *st = pe->state;
-    const float *b = st->bias + fire_table_at(pe, h, i0, pos);
+    const float *tab = st->bias + fire_table_at(pe, h, b, i0, pos);
     for (int r = 0; r < nq; r++)
-        for (int j = 0; j < nk; j++) s[(size_t)r * lds + j] += b[(size_t)r * st->T + j];
+        for (int j = 0; j < nk; j++) s[(size_t)r * lds + j] += tab[(size_t)r * st->T + j];
 }
 
-static void fire_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+static void fire_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                                 const float *ds, int lds, const int *pos) {
     fire_state *st = pe->state;
-    float *g = st->grad + fire_table_at(pe, h, i0, pos);
+    float *g = st->grad + fire_table_at(pe, h, b, i0, pos);
     for (int r = 0; r < nq; r++)
         for (int j = 0; j < nk; j++) g[(size_t)r * st->T + j] += ds[(size_t)r * lds + j];
 }
@@ -120,10 +119,10 @@ static void fire_score_backward(pe_t *pe, const float *params, float *grads, int
 // added in block order, so the thread count does not change the bits.
 enum { FIRE_ROWS = 16 };
 
-static void fire_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+static void fire_layer_end(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt) {
     fire_state *st = pe->state;
     int H = pe->cfg->heads, nseq = st->nseq, nrows = nseq * st->T, nblk = (nrows + FIRE_ROWS - 1) / FIRE_ROWS;
-    T = st->T;
+    int T = st->T;
     pe_mlp m = fire_shape(pe);
     double c, L;
     fire_cl(pe, params, layer, &c, &L);
@@ -136,14 +135,14 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
         double gc = 0, gl = 0;
         int hi = (blk + 1) * FIRE_ROWS < nrows ? (blk + 1) * FIRE_ROWS : nrows;
         for (int row = blk * FIRE_ROWS; row < hi; row++) {
-            int s = row / T, i = row % T, pi = fire_pos(pe, s, i);
+            int s = row / T, i = row % T, pi = fire_pos(bt, s, i);
             const float *g = st->grad + (size_t)s * H * TT + (size_t)i * T;
             double M = L > pi ? L : pi, D = log(c * M + 1.0);
             for (int j = 0; j <= i; j++) {
                 int any = 0;
                 for (int h = 0; h < H; h++) dout[h] = g[h * TT + j], any |= dout[h] != 0.0f;
                 if (!any) continue;
-                double n = pi - fire_pos(pe, s, j), A = log(c * n + 1.0);
+                double n = pi - fire_pos(bt, s, j), A = log(c * n + 1.0);
                 double dx = pe_mlp_backward_local(&m, pe, params, layer, (float)(A / D), dout, local);
                 gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
                 if (L > pi) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));

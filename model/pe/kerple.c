@@ -48,7 +48,8 @@ static void kerple_r(const pe_t *pe, const float *params, int layer, int h, floa
     }
 }
 
-static void kerple_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+static void kerple_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
+    int T = bt->span;
     distbias *db = pe->state;
     int H = pe->cfg->heads;
     distbias_size(db, H, T);
@@ -65,7 +66,8 @@ static void kerple_layer_begin(pe_t *pe, const float *params, int layer, int T) 
 // From ∂loss/∂b_h(n) to the layer's ρ₁, ρ₂:
 //   log:   ∂b/∂r₁ = −log(1 + r₂a),  ∂b/∂r₂ = −r₁·a/(1 + r₂a)      (a = |n|)
 //   power: ∂b/∂r₁ = −a^r₂,          ∂b/∂r₂ = −r₁·a^r₂·ln a (0 at a = 0)
-static void kerple_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+static void kerple_layer_end(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt) {
+    int T = bt->span;
     distbias *db = pe->state;
     int H = pe->cfg->heads;
     for (int h = 0; h < H; h++) {

@@ -14,6 +14,9 @@ static void shape(const pe_mlp *mlp, int k, int *rows, int *cols) {
 }
 
 void pe_mlp_declare(const pe_mlp *mlp, pe_t *pe, param_table *tab, const char *prefix, int copies) {
+    if (mlp->slot + 2 * (mlp->depth + 1) > PE_MAX_TENSORS)  // the encoding's file fixes depth and slot: a bug there
+        die_runtime("internal: an MLP of depth %d from slot %d needs more than the %d tensors an encoding holds",
+                    mlp->depth, mlp->slot, PE_MAX_TENSORS);
     for (int k = 0; k <= mlp->depth; k++) {
         int rows, cols;
         shape(mlp, k, &rows, &cols);

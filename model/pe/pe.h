@@ -50,6 +50,15 @@ typedef struct {
 
 typedef struct pe pe_t;
 
+// What the per-layer hooks are told about the batch they work on: the model
+// passes it to each call (nothing in pe_t is written while the model runs).
+typedef struct {
+    const int *pos;  // (B, T): the drawn positions under --rand-pos; NULL: 0..T-1
+    int B, T;        // the batch's shape
+    int span;        // the positions the encoding's tables must cover: T, or --rand-pos's MAX
+    int chunk;       // attention's query rows per block, for scratch sizes
+} pe_batch;
+
 typedef struct pe_ops {
     const char *name;
     int absolute;              // 1 for encodings that add to the input
@@ -82,29 +91,30 @@ typedef struct pe_ops {
     void (*qk_forward)(pe_t *pe, float *qkv, int B, int T, const int *pos, int L);
     void (*qk_backward)(pe_t *pe, float *dqkv, int B, int T, const int *pos, int L);
 
-    void (*layer_begin)(pe_t *pe, const float *params, int layer, int T);
+    void (*layer_begin)(pe_t *pe, const float *params, int layer, const pe_batch *bt);
     // Floats of tables and scratch the encoding allocates for a context of T
-    // (for the memory estimate before a long evaluation); NULL = negligible.
-    size_t (*table_floats)(const pe_t *pe, int T);
-    void (*layer_end)(pe_t *pe, const float *params, float *grads, int layer, int T);
+    // in blocks of chunk rows (for the memory estimate before a long
+    // evaluation); NULL = negligible.
+    size_t (*table_floats)(const pe_t *pe, int T, int chunk);
+    void (*layer_end)(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt);
 
-    // One head h of one sequence: query rows i0..i0+nq-1, keys 0..nk-1.
-    // q (nq, ld) starts at row i0; k (nk, ld); s (nq, lds) += bias. pos:
-    // the sequence's T positions, NULL for 0..T-1.
-    void (*score_forward)(pe_t *pe, const float *params, int layer, int h,
+    // One head h of sequence b of the batch: query rows i0..i0+nq-1, keys
+    // 0..nk-1. q (nq, ld) starts at row i0; k (nk, ld); s (nq, lds) += bias.
+    // pos: the sequence's T positions, NULL for 0..T-1.
+    void (*score_forward)(pe_t *pe, const float *params, int layer, int h, int b,
                           const float *q, const float *k, int ld,
                           int i0, int nq, int nk, float *s, int lds, const int *pos);
     // ds (nq, lds): gradient of the scaled scores; adds into dq, dk (same
     // layout as q, k) and the encoding's gradients.
-    void (*score_backward)(pe_t *pe, const float *params, float *grads, int layer, int h,
+    void (*score_backward)(pe_t *pe, const float *params, float *grads, int layer, int h, int b,
                            const float *q, const float *k, int ld, float *dq, float *dk,
                            int i0, int nq, int nk, const float *ds, int lds, const int *pos);
     // p (nq, ldp) attention weights; y (nq, ldy) += Σ_j p_ij a(i, j)
-    void (*value_forward)(pe_t *pe, const float *params, int layer, int h,
+    void (*value_forward)(pe_t *pe, const float *params, int layer, int h, int b,
                           const float *p, int ldp, int i0, int nq, int nk,
                           float *y, int ldy, const int *pos);
     // dp (nq, ldp) += ∂/∂p; the encoding's gradients from dy (nq, ldy)
-    void (*value_backward)(pe_t *pe, const float *params, float *grads, int layer, int h,
+    void (*value_backward)(pe_t *pe, const float *params, float *grads, int layer, int h, int b,
                            const float *p, int ldp, int i0, int nq, int nk,
                            const float *dy, int ldy, float *dp, int lddp, const int *pos);
 } pe_ops;
@@ -113,16 +123,9 @@ struct pe {
     const pe_ops *ops;
     const model_config *cfg;
     double opt[PE_MAX_OPTIONS];  // its options' values, in the order of ops->options
-    int chunk;       // attention's row-chunk size (the model's attn_chunk), for scratch sizes
     int tensor[PE_MAX_TENSORS];   // indices into the param table of the tensors it declared
     size_t off[PE_MAX_TENSORS];   // their offsets in the parameter buffer
     void *state;     // the encoding's private data
-    // The batch's positions (pos_B, pos_T) under --rand-pos, NULL otherwise:
-    // set by the model before layer_begin, for an encoding whose tables
-    // depend on more than the distance (FIRE). A hook's own `pos` is then
-    // row b = (pos − this) / pos_T of it.
-    const int *pos;
-    int pos_B, pos_T;
 };
 
 // The registry (model/pe/registry.c): every encoding, in a fixed order.

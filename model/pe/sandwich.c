@@ -41,7 +41,8 @@ double sandwich_bias(int n, int h, int H, int dim) {
 
 static void sandwich_init(pe_t *pe, param_table *tab) { pe->state = xcalloc(1, sizeof(distbias)); }
 
-static void sandwich_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+static void sandwich_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
+    int T = bt->span;
     distbias *db = pe->state;
     int H = pe->cfg->heads;
     if (!distbias_size(db, H, T)) return;  // fixed: made once per length

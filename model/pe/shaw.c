@@ -43,16 +43,16 @@ static void shaw_free(pe_t *pe) {
 }
 
 // Sizes the per-head scratch for the current attention chunk (serial).
-static void shaw_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+static void shaw_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
     shaw_state *st = pe->state;
     if (!st->dK) {
         size_t per_head = (size_t)st->nrel * st->hs;
         st->dK = xcalloc(size_mul(per_head, (size_t)st->NH, "shaw scratch"), sizeof(float));
         st->dV = xcalloc(per_head * st->NH, sizeof(float));
     }
-    if (st->work && st->chunk == pe->chunk) return;
+    if (st->work && st->chunk == bt->chunk) return;
     free(st->work);
-    st->chunk = pe->chunk;
+    st->chunk = bt->chunk;
     st->work = xmalloc(sizeof(float) * size_mul((size_t)st->NH * st->chunk, (size_t)st->nrel, "shaw scratch"));
 }
 
@@ -106,7 +106,7 @@ static void rel_scatter_add(float *a, const float *row, int i, int k, int nk, co
     a[2 * k] = last;
 }
 
-static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                                int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
@@ -121,7 +121,7 @@ static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, 
     }
 }
 
-static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                                 const float *ds, int lds, const int *pos) {
     // forward: s_ij += G[i, c(j−i)], G = Q aKᵀ / sqrt(hs)
@@ -154,7 +154,7 @@ static float *shaw_bucket_weights(shaw_state *st, int h, const float *p, int ldp
     return A;
 }
 
-static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, const float *p, int ldp, int i0,
+static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *p, int ldp, int i0,
                                int nq, int nk, float *y, int ldy, const int *pos) {
     shaw_state *st = pe->state;
     int nrel = st->nrel, hs = st->hs;
@@ -163,7 +163,7 @@ static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, 1.0f, A, nrel, aV, hs, 1.0f, y, ldy);
 }
 
-static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *p,
+static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *p,
                                 int ldp, int i0, int nq, int nk, const float *dy, int ldy, float *dp, int lddp, const int *pos) {
     // forward: y_i += Σ_c A[i, c] aV[c]
     shaw_state *st = pe->state;
@@ -181,7 +181,7 @@ static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int
     }
 }
 
-static void shaw_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+static void shaw_layer_end(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt) {
     shaw_state *st = pe->state;
     size_t per = (size_t)st->nrel * st->hs;
     float *dK = grads + pe->off[0] + (size_t)layer * per, *dV = grads + pe->off[1] + (size_t)layer * per;

@@ -63,7 +63,8 @@ static void t5_free(pe_t *pe) {
 // Sizes the bucket table for T, and spreads the current weights along the
 // distances so that the forward adds a contiguous run (serial; every layer,
 // since the weights change between steps).
-static void t5_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+static void t5_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
+    int T = bt->span;
     t5_state *st = pe->state;
     int H = pe->cfg->heads;
     size_t n = 2 * (size_t)T - 1;
@@ -80,11 +81,11 @@ static void t5_layer_begin(pe_t *pe, const float *params, int layer, int T) {
         for (size_t d = 0; d < n; d++) st->bias[h * n + d] = w[st->bucket[d] * H + h];
 }
 
-static size_t t5_table_floats(const pe_t *pe, int T) {
+static size_t t5_table_floats(const pe_t *pe, int T, int chunk) {
     return (pe->cfg->heads + 1) * (2 * (size_t)T - 1);  // bias by distance, and the buckets
 }
 
-static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                              int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     const t5_state *st = pe->state;
     int T = st->T;
@@ -99,7 +100,7 @@ static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, co
     }
 }
 
-static void t5_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+static void t5_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                               const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                               const float *ds, int lds, const int *pos) {
     // forward: s_ij += w[bucket(p_i − p_j), h]  →  dw[b, h] += Σ_{bucket(p_i − p_j) = b} ds_ij

@@ -60,17 +60,17 @@ static size_t xl_work_per_head(int chunk, int hs, int T) {
 
 // Sizes the tables for T and fills r_δ, interleaved like the sinusoidal encoding's
 // table: r[2i] = sin(δ/10000^(2i/d)), r[2i+1] = cos(δ/10000^(2i/d)).
-static void xl_sizes(pe_t *pe, int T) {
+static void xl_sizes(pe_t *pe, int T, int chunk) {
     xl_state *st = pe->state;
     const model_config *c = pe->cfg;
-    if (st->r && st->T == T && st->chunk == pe->chunk) return;
+    if (st->r && st->T == T && st->chunk == chunk) return;
     int C = c->d_model, hs = C / c->heads, n = 2 * T - 1;
     int clip = isnan(pe->opt[0]) ? 0 : (int)pe->opt[0];
     free(st->r), free(st->R), free(st->dR), free(st->work);
     st->r = xmalloc(sizeof(float) * size_mul((size_t)n, (size_t)C, "xl table"));
     st->R = xmalloc(sizeof(float) * size_mul((size_t)c->layers * n, (size_t)C, "xl table"));
     st->dR = xcalloc((size_t)n * C, sizeof(float));
-    st->chunk = pe->chunk;
+    st->chunk = chunk;
     st->work_per_head = xl_work_per_head(st->chunk, hs, T);
     st->work = xmalloc(sizeof(float) * size_mul(st->work_per_head, (size_t)c->heads, "xl scratch"));
     for (int d = -(T - 1); d <= T - 1; d++) {
@@ -86,22 +86,24 @@ static void xl_sizes(pe_t *pe, int T) {
     st->T = T;
 }
 
-static size_t xl_table_floats(const pe_t *pe, int T) {
+static size_t xl_table_floats(const pe_t *pe, int T, int chunk) {
     const model_config *c = pe->cfg;
     size_t n = 2 * (size_t)T - 1, hs = c->d_model / c->heads;
     // r, R (one per layer), dR, and each head's scratch
-    return (c->layers + 2) * n * c->d_model + c->heads * xl_work_per_head(pe->chunk, (int)hs, T);
+    return (c->layers + 2) * n * c->d_model + c->heads * xl_work_per_head(chunk, (int)hs, T);
 }
 
-static void xl_layer_begin(pe_t *pe, const float *params, int layer, int T) {
+static void xl_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
+    int T = bt->span;
     // R = r · W_Rᵀ, i.e. R_δ = W_R r_δ
-    xl_sizes(pe, T);
+    xl_sizes(pe, T, bt->chunk);
     xl_state *st = pe->state;
     int C = pe->cfg->d_model, n = 2 * T - 1;
     matmul_forward(st->R + (size_t)layer * n * C, st->r, params + pe->off[0] + (size_t)layer * C * C, NULL, n, C, C);
 }
 
-static void xl_layer_end(pe_t *pe, const float *params, float *grads, int layer, int T) {
+static void xl_layer_end(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt) {
+    int T = bt->span;
     // forward: R = r · W_Rᵀ  →  dW_R += dRᵀ · r
     xl_state *st = pe->state;
     int C = pe->cfg->d_model, n = 2 * T - 1;
@@ -142,7 +144,7 @@ static float *xl_head_vec(const pe_t *pe, const float *base, int which, int laye
     return (float *)base + pe->off[which] + (size_t)layer * C + h * hs;
 }
 
-static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, const float *q, const float *k,
+static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                              int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
     xl_state *st = pe->state;
     const model_config *c = pe->cfg;
@@ -181,7 +183,7 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, co
     }
 }
 
-static void xl_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, const float *q,
+static void xl_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                               const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                               const float *ds, int lds, const int *pos) {
     xl_state *st = pe->state;

@@ -68,7 +68,7 @@ static xpos_state *xpos_table(pe_t *pe, int T) {
     return st;
 }
 
-static size_t xpos_table_floats(const pe_t *pe, int T) { return 4 * (size_t)T * (pe->cfg->d_model / pe->cfg->heads / 2); }
+static size_t xpos_table_floats(const pe_t *pe, int T, int chunk) { return 4 * (size_t)T * (pe->cfg->d_model / pe->cfg->heads / 2); }
 
 static void xpos_qk(pe_t *pe, float *qkv, int B, int T, int dir, const int *pos) {
     xpos_state *st = xpos_table(pe, pos ? pe->cfg->rand_pos : T);
