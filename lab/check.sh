@@ -150,6 +150,8 @@ echo "== the claims ledger"
 check "the ledger is computed from the QUICK workflow's tables" \
   bash -c "[ \$(grep -c '^## [0-9]' '$scratch/claims.md') -eq \$(grep -c '^  - id:' lab/claims.yaml) ]"
 check "docs/claims.md is what the committed results/ give (make claims)" make -s claims-check
+check "the README's results tables and numbers are what results/ and the ledger give (make readme-check)" \
+  make -s readme-check
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
