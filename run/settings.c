@@ -91,7 +91,7 @@ const setting settings_schema[] = {
      .refused = WITH_LOAD, .needs_corpus = CORPUS_ORDER_PROBE,
      .needs_why = "reads the order probe, which only --data cats has; leave it out for other data"},
     {.name = "threads", .type = SET_INT, O(threads), .lo = 1, .hi = 1024, .def_help = "all cores", .section = SEC_TRAIN,
-     .metavar = "N", .help = "threads for OpenMP (OpenBLAS runs on the calling thread: README \"Threads\")",
+     .metavar = "N", .help = "OpenMP threads (OpenBLAS is held to one: README \"Threads\")",
      .flags = SET_LOCAL},
     {.name = "attn-kernel", .type = SET_CHOICE, O(attn_kernel), .def = "blocks", .choices = attn_kernels,
      .section = SEC_TRAIN, .metavar = "K",
