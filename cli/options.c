@@ -154,7 +154,10 @@ void options_parse(options *o, int argc, char **argv) {
     char err[512];
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == ':') die_usage("option '%s' needs a value", argv[optind - 1]);
-        if (c == 'h') c = 256 + (int)(settings_find("help") - settings_schema);  // -h is --help
+        if (c == 'h') {  // -h alone is --help; an 'h' inside a cluster such as -heads is a mistyped option
+            if (strcmp(argv[optind - 1], "-h") != 0) die_usage("unknown option '%s' (options start with --)", argv[optind]);
+            c = 256 + (int)(settings_find("help") - settings_schema);
+        }
         if (c >= PE_OPT_BASE && c < PE_OPT_BASE + npe) {
             const pe_option *p = pe_list[c - PE_OPT_BASE];
             double v;

@@ -236,6 +236,7 @@ static int test_bad_input_table(void) {
         {"stray", 2, "stray"},
         {"--eval-ctx 64,,x", 2, "--eval-ctx"},
         {"--temperature 0", 2, "--temperature"},
+        {"-heads 4", 2, "unknown option '-heads'"},  // -h alone is --help; not the start of a mistyped option
         {"--threads 0", 2, "--threads"},
         {"--seed -1", 2, "--seed"},
         {"--warmup -1", 2, "--warmup"},
@@ -336,6 +337,8 @@ static int test_help_lists_every_option(void) {
         snprintf(line, sizeof line, "\n%s ", test_encodings[e]);
         EXPECT(strncmp(out_buf, line + 1, strlen(line + 1)) == 0 || strstr(out_buf, line), "--list-pe lacks %s", test_encodings[e]);
     }
+    s = run_train("-h");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "usage: ./train"), "-h: exit %d", WEXITSTATUS(s));
     s = run_train("--version");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "pelab"), "--version");
     return fails;

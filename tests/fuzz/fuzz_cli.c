@@ -33,12 +33,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         options o;
         options_defaults(&o);
         optind = 0;  // GNU getopt: reinitialise for a new argument list
-        // --help, --version and --list-pe (or any abbreviation getopt
-        // accepts, like --ve) print and exit(0) by design: not what this
-        // harness tests
+        // --help (and -h), --version and --list-pe (or any abbreviation
+        // getopt accepts, like --ve) print and exit(0) by design: not what
+        // this harness tests
         for (int i = 1; i < argc; i++) {
             size_t n = strcspn(argv[i], "=");
-            if (n >= 3 && (!strncmp(argv[i], "--help", n) || !strncmp(argv[i], "--version", n) || !strncmp(argv[i], "--list-pe", n)))
+            if ((n >= 3 && (!strncmp(argv[i], "--help", n) || !strncmp(argv[i], "--version", n) || !strncmp(argv[i], "--list-pe", n))) ||
+                !strcmp(argv[i], "-h"))
                 argv[i] = "--quiet";
         }
         options_parse(&o, argc, argv);
