@@ -6,11 +6,12 @@ CFLAGS += -fopenmp-simd -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unkn
 LDLIBS = -lm
 
 PKGS = openblas stb zlib
-HAVE_PKGS := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
-ifeq ($(HAVE_PKGS),yes)
-CFLAGS += $(shell pkg-config --cflags $(PKGS))
-LDLIBS += $(shell pkg-config --libs $(PKGS))
-endif
+# Read when a recipe runs, not when make starts: `make deps-lab train` on a
+# fresh machine installs the packages and then builds with their flags.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS += $(PKG_CFLAGS)
+LDLIBS += $(PKG_LIBS)
 
 ifneq ($(NO_OMP),1)
 CFLAGS += -fopenmp
