@@ -142,6 +142,8 @@ typedef struct {
 
 typedef struct {
     eval_result ev[MAX_EVAL_CTX];
+    eval_result win[MAX_EVAL_CTX];  // --eval-window: the same length, each target with at most W tokens of context
+    double *attn[MAX_EVAL_CTX];     // --attn-stats: (layers, heads, ATTN_NSTAT) sums at each length, or NULL
     int any_ok;
     int failed;  // an evaluation's loss was not a number: the run exits non-zero
     int has_order, n_order;
@@ -337,6 +339,9 @@ static void check_evaluations(const options *o, const run_t *r) {
         else if (dist_rank() == 0)
             warn_msg("--eval-ctx %d will be refused after training: %s", o->eval_ctx.v[i], why);
     }
+    if (o->eval_window && !r->m.cfg.causal)
+        die_usage("--eval-window scores each next-token target with the tokens before it, which a bidirectional model "
+                  "does not predict; use it with --attn causal, or leave it out");
     if (!runnable)
         die_usage("no length of --eval-ctx can be evaluated for this model and data (%s); give one that can", why);
     if (o->eval_every && !o->load && !eval_windows(&r->m, &r->d, (int)o->ctx, CURVE_EVAL_TOKENS, why, sizeof why))
@@ -645,7 +650,9 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
     for (int i = 0; i < o->eval_ctx.n; i++) {
         int L = o->eval_ctx.v[i];
         eval_result *ev = &er->ev[i];
-        eval_perplexity(&r->m, &r->d, L, (size_t)o->eval_tokens, ev);
+        if (o->attn_stats)
+            er->attn[i] = xmalloc(sizeof(double) * (size_t)r->m.cfg.layers * r->m.cfg.heads * ATTN_NSTAT);
+        eval_perplexity_window(&r->m, &r->d, L, 0, (size_t)o->eval_tokens, er->attn[i], ev);
         if (ev->ok) {
             printf("eval ctx=%d loss=%.4f ppl=%.3f\n", L, ev->loss, ev->ppl);
             er->any_ok = 1;
@@ -653,6 +660,17 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
             printf("eval ctx=%d %s\n", L, ev->nonfinite ? "failed" : "refused");
             warn_msg("eval ctx=%d: %s", L, ev->err);
             er->failed |= ev->nonfinite;
+        }
+        if (o->eval_window && L > o->eval_window && ev->ok) {
+            eval_result *w = &er->win[i];
+            eval_perplexity_window(&r->m, &r->d, L, (int)o->eval_window, (size_t)o->eval_tokens, NULL, w);
+            if (w->ok) {
+                printf("eval ctx=%d window=%ld loss=%.4f ppl=%.3f\n", L, o->eval_window, w->loss, w->ppl);
+            } else {
+                printf("eval ctx=%d window=%ld %s\n", L, o->eval_window, w->nonfinite ? "failed" : "refused");
+                warn_msg("eval ctx=%d window=%ld: %s", L, o->eval_window, w->err);
+                er->failed |= w->nonfinite;
+            }
         }
     }
     if (data_has(&r->d, CORPUS_ORDER_PROBE)) {
@@ -662,6 +680,30 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
     }
     if (data_has(&r->d, CORPUS_TASKS)) evaluate_task(o, r, er);
     fflush(stdout);
+}
+
+// --attn-stats at one length: per layer, per head, the mean weight on the
+// first token ("attn_sink") and beyond each distance D ("attn_far": {"D": …},
+// the distances shorter than the length); null where no row counted.
+static void write_attn_stats(FILE *f, const double *acc, const model_t *m, int L) {
+    const int NL = m->cfg.layers, NH = m->cfg.heads;
+    for (int k = -1; k < ATTN_STAT_DISTS; k++) {
+        if (k >= 0 && attn_stat_dist[k] >= L) continue;
+        if (k < 0) fprintf(f, ", \"attn_sink\": [");
+        else fprintf(f, "%s\"%d\": [", k ? ", " : ", \"attn_far\": {", attn_stat_dist[k]);
+        for (int l = 0; l < NL; l++) {
+            fprintf(f, "%s[", l ? ", " : "");
+            for (int h = 0; h < NH; h++) {
+                const double *a = acc + ((size_t)l * NH + h) * ATTN_NSTAT + (k < 0 ? 0 : 2 + 2 * k);
+                fprintf(f, "%s", h ? ", " : "");
+                if (a[1] > 0) json_number(f, "%.6f", a[0] / a[1]);
+                else fprintf(f, "null");
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "]");
+    }
+    if (attn_stat_dist[0] < L) fprintf(f, "}");
 }
 
 static void write_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er) {
@@ -692,7 +734,19 @@ static void write_json(const char *path, const options *o, const model_t *m, con
             json_number(f, "%.6f", ev->loss);
             fprintf(f, ", \"ppl\": ");
             json_number(f, "%.6f", ev->ppl);
-            fprintf(f, ", \"tokens\": %zu}", ev->tokens);
+            fprintf(f, ", \"tokens\": %zu", ev->tokens);
+            const eval_result *w = &er->win[i];
+            if (w->ok) {
+                fprintf(f, ", \"window\": %d, \"window_loss\": ", w->window);
+                json_number(f, "%.6f", w->loss);
+                fprintf(f, ", \"window_ppl\": ");
+                json_number(f, "%.6f", w->ppl);
+            } else if (w->err[0]) {
+                fprintf(f, ", \"window\": %ld, \"window_error\": ", o->eval_window);
+                json_string(f, w->err);
+            }
+            if (er->attn[i]) write_attn_stats(f, er->attn[i], m, ev->L);
+            fprintf(f, "}");
         } else {
             fprintf(f, ", \"error\": ");
             json_string(f, ev->err);
@@ -909,6 +963,7 @@ int main(int argc, char **argv) {
     eval_report er;
     evaluate(&o, &run, &er);
     if (dist_rank() == 0) report(&o, &run, &tr, &er);
+    for (int i = 0; i < MAX_EVAL_CTX; i++) free(er.attn[i]);
     dist_finish();
     return check_stdout(&o, er.any_ok && !er.failed ? 0 : EXIT_RUNTIME);
 }

@@ -31,57 +31,21 @@ size_t eval_windows(const model_t *m, const data_t *d, int L, size_t max_tokens,
     return data_eval_windows(d, L, max_tokens, err, errlen);
 }
 
-void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r) {
-    memset(r, 0, sizeof *r);
-    r->L = L;
-    size_t windows = eval_windows(m, d, L, max_tokens, r->err, sizeof r->err);
-    if (!windows) return;
-    double t0 = now_seconds();
-    int B = EVAL_BATCH_TOKENS / L;
-    if (B < 1) B = 1;
-    if ((size_t)B > windows) B = (int)windows;
-    if (!model_fits_in_memory(m, B, L, 0, r->err, sizeof r->err)) return;
-    model_acts a;
-    model_acts_alloc(&a, m, B, L, 0);
-    a.eval_len = L;  // RoPE's context extension at this length, for this evaluation only
-    size_t BT = (size_t)B * L;
-    int *tok = xmalloc(sizeof(int) * BT), *tgt = xmalloc(sizeof(int) * BT), *seg = xmalloc(sizeof(int) * BT);
-    // MPI: the batches of windows are dealt out to the processes in turn
-    double sum = 0.0, count = 0.0;
-    size_t R = (size_t)dist_size(), first = (size_t)dist_rank() * (size_t)B;
-    for (size_t w0 = first; w0 < windows; w0 += (size_t)B * R) {
-        int nb = (int)(windows - w0 < (size_t)B ? windows - w0 : (size_t)B);
-        for (int b = 0; b < B; b++) {
-            size_t o = (size_t)b * L;
-            if (b < nb) {
-                data_eval_row(d, L, w0 + b, tok + o, tgt + o, seg + o);
-            } else {  // unused rows of the last batch: no targets
-                for (int t = 0; t < L; t++) tok[o + t] = 0, tgt[o + t] = -1, seg[o + t] = 0;
-            }
-        }
-        size_t n = 0;
-        for (size_t i = 0; i < BT; i++) n += tgt[i] >= 0;
-        model_draw_positions(m, &a, EVAL_POSITIONS_SEED, w0 + 1);  // --rand-pos: as in training, drawn per window
-        double loss = model_forward(m, &a, tok, tgt, seg);
-        sum += loss * (double)n;
-        count += (double)n;
-    }
+// The loss over what the processes scored, into r: a refusal when nothing
+// carried a target, a failure when it is not a number.
+static void eval_finish(eval_result *r, double sum, double count, double t0) {
     double both[2] = {sum, count};
     dist_sum_doubles(both, 2);
     sum = both[0], count = both[1];
-    free(tok);
-    free(tgt);
-    free(seg);
-    model_acts_free(&a);
     if (count == 0) {  // e.g. --attn bidir with windows too short to hold a masked position
-        snprintf(r->err, sizeof r->err, "no position of the validation windows at ctx=%d carries a target, so there is nothing to score; evaluate a longer length", L);
+        snprintf(r->err, sizeof r->err, "no position of the validation windows at ctx=%d carries a target, so there is nothing to score; evaluate a longer length", r->L);
         return;
     }
     double loss = sum / count;
     if (!isfinite(loss)) {  // e.g. xPos's scales overflow a float far past their --xpos-scale-base
         r->nonfinite = 1;
         snprintf(r->err, sizeof r->err, "the loss at ctx=%d is not a number (%g): the model's scores overflow at this "
-                 "length, so there is no perplexity to report", L, loss);
+                 "length, so there is no perplexity to report", r->L, loss);
         return;
     }
     r->ok = 1;
@@ -89,6 +53,114 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
     r->loss = loss;
     r->ppl = exp(r->loss);
     r->seconds = now_seconds() - t0;
+}
+
+// The rows of one forward pass and what it scored.
+typedef struct {
+    model_acts a;
+    int B, T, rows;
+    int *tok, *tgt, *seg;
+    double sum, count;
+    unsigned long long batches;
+} eval_batch;
+
+static int eval_batch_open(eval_batch *e, model_t *m, int B, int T, int eval_len, char *err, size_t errlen) {
+    memset(e, 0, sizeof *e);
+    if (!model_fits_in_memory(m, B, T, 0, err, errlen)) return 0;
+    model_acts_alloc(&e->a, m, B, T, 0);
+    e->a.eval_len = eval_len;  // RoPE's context extension at this length, for this evaluation only
+    e->B = B, e->T = T;
+    size_t BT = (size_t)B * T;
+    e->tok = xmalloc(sizeof(int) * BT), e->tgt = xmalloc(sizeof(int) * BT), e->seg = xmalloc(sizeof(int) * BT);
+    return 1;
+}
+
+// Scores the rows filled so far (the rest carry no target) and empties the batch.
+static void eval_batch_run(eval_batch *e, model_t *m, unsigned long long key) {
+    if (!e->rows) return;
+    size_t BT = (size_t)e->B * e->T, n = 0;
+    for (size_t i = (size_t)e->rows * e->T; i < BT; i++) e->tok[i] = 0, e->tgt[i] = -1, e->seg[i] = 0;
+    for (size_t i = 0; i < BT; i++) n += e->tgt[i] >= 0;
+    model_draw_positions(m, &e->a, EVAL_POSITIONS_SEED, key);  // --rand-pos: as in training, drawn per batch
+    double loss = model_forward(m, &e->a, e->tok, e->tgt, e->seg);
+    if (n) e->sum += loss * (double)n;
+    e->count += (double)n;
+    e->rows = 0;
+    e->batches++;
+}
+
+static void eval_batch_close(eval_batch *e) {
+    free(e->tok);
+    free(e->tgt);
+    free(e->seg);
+    model_acts_free(&e->a);
+}
+
+size_t eval_window_stride(int W) { return W >= 8 ? (size_t)W / 8 : 1; }
+
+void eval_perplexity_window(model_t *m, const data_t *d, int L, int W, size_t max_tokens, double *attn_stats, eval_result *r) {
+    memset(r, 0, sizeof *r);
+    r->L = L;
+    size_t windows = eval_windows(m, d, L, max_tokens, r->err, sizeof r->err);
+    if (!windows) return;
+    if (W > 0 && W < L && !m->cfg.causal) {
+        snprintf(r->err, sizeof r->err, "--eval-window scores each next-token target with the tokens before it, "
+                 "which a bidirectional model does not predict; use it with --attn causal");
+        return;
+    }
+    int win = W > 0 && W < L;
+    int T = win ? W : L;
+    double t0 = now_seconds();
+    int B = EVAL_BATCH_TOKENS / T;
+    if (B < 1) B = 1;
+    if (!win && (size_t)B > windows) B = (int)windows;
+    eval_batch e;
+    if (!eval_batch_open(&e, m, B, T, L, r->err, sizeof r->err)) return;
+    size_t n_stats = (size_t)m->cfg.layers * m->cfg.heads * ATTN_NSTAT;
+    if (attn_stats) memset(attn_stats, 0, sizeof(double) * n_stats);
+    e.a.attn_stats = attn_stats;
+    int *row_tok = xmalloc(sizeof(int) * L), *row_tgt = xmalloc(sizeof(int) * L), *row_seg = xmalloc(sizeof(int) * L);
+    size_t S = eval_window_stride(T);
+    // MPI: the windows are dealt out to the processes in turn, a batch's worth at a time
+    size_t R = (size_t)dist_size(), chunk = win ? 1 : (size_t)B;
+    for (size_t w0 = (size_t)dist_rank() * chunk; w0 < windows; w0 += chunk * R) {
+        for (size_t w = w0; w < w0 + chunk && w < windows; w++) {
+            if (!win) {
+                size_t o = (size_t)e.rows++ * L;
+                data_eval_row(d, L, w, e.tok + o, e.tgt + o, e.seg + o);
+                continue;
+            }
+            // Sub-windows of W every S tokens; each scores the targets after the
+            // previous one's last, so a target has its whole context within the
+            // first W tokens, and from W-S+1 to W tokens of context after them.
+            data_eval_row(d, L, w, row_tok, row_tgt, row_seg);
+            size_t scored = 0;
+            for (size_t s0 = 0;; s0 += S) {
+                if (s0 + (size_t)W > (size_t)L) s0 = (size_t)L - (size_t)W;
+                size_t o = (size_t)e.rows++ * W;
+                memcpy(e.tok + o, row_tok + s0, sizeof(int) * W);
+                memcpy(e.seg + o, row_seg + s0, sizeof(int) * W);
+                for (int t = 0; t < W; t++) e.tgt[o + t] = s0 + t >= scored ? row_tgt[s0 + t] : -1;
+                scored = s0 + (size_t)W;
+                if (e.rows == B) eval_batch_run(&e, m, e.batches + 1);
+                if (scored == (size_t)L) break;
+            }
+        }
+        if (!win) eval_batch_run(&e, m, w0 + 1);  // the key the positions were always drawn with
+    }
+    if (win) eval_batch_run(&e, m, e.batches + 1);
+    free(row_tok);
+    free(row_tgt);
+    free(row_seg);
+    double sum = e.sum, count = e.count;
+    eval_batch_close(&e);
+    if (attn_stats) dist_sum_doubles(attn_stats, n_stats);
+    r->window = win ? W : 0;
+    eval_finish(r, sum, count, t0);
+}
+
+void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r) {
+    eval_perplexity_window(m, d, L, 0, max_tokens, NULL, r);
 }
 
 int eval_rows_all_right(const float *logits, const int *targets, int B, int T, int V, int *scored) {

@@ -4,6 +4,7 @@
 #define PELAB_EVAL_H
 
 #include "../data/data.h"
+#include "../model/attn.h"
 #include "../model/model.h"
 
 typedef struct {
@@ -12,6 +13,7 @@ typedef struct {
     int nonfinite;     // the model's loss at this length is not a number: a failure, not a refusal
     double loss, ppl;
     size_t tokens;     // predicted tokens scored
+    int window;        // each scored with at most this many tokens of context (0: the whole window of L)
     double seconds;
     char err[256];
 } eval_result;
@@ -20,6 +22,17 @@ typedef struct {
 // r->err when this length is refused, and r->nonfinite too when the loss
 // came out NaN or infinite).
 void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r);
+// The same windows of L and the same targets, each target scored with at
+// most W tokens of context (a causal model; W >= L or 0: eval_perplexity):
+// the model reads sub-windows of W starting every eval_window_stride(W)
+// tokens, each scoring the targets past the previous one's end, so a target
+// has all its context within the first W tokens and W-S+1 to W after them
+// (README "Evaluation"). attn_stats, when not NULL (layers, heads,
+// ATTN_NSTAT doubles), receives where the attention weights went, summed
+// over every query row scored (attn.h).
+void eval_perplexity_window(model_t *m, const data_t *d, int L, int W, size_t max_tokens, double *attn_stats,
+                            eval_result *r);
+size_t eval_window_stride(int W);
 // The validation windows eval_perplexity scores at length L, or 0 with err
 // filled when that length can never be evaluated for this model and data
 // (past its positions, or no window): the refusal it makes, asked first.

@@ -54,6 +54,22 @@ static int visible_run(const attn_dims *d, const int *seg_b, int i, int nk, int 
 // branch-free loop that vectorises. stat, when not NULL, receives the row's
 // maximum and 1/sum, from which the fused kernel's backward pass recomputes
 // the same weights bit for bit (probs_row).
+const int attn_stat_dist[ATTN_STAT_DISTS] = {16, 64, 256};
+
+// Row i's weights w (keys 0..nk-1) into acc (ATTN_NSTAT sums, attn.h).
+static void row_stats(double *acc, const float *w, int i, int nk, int causal) {
+    if (i >= 1) acc[0] += w[0], acc[1] += 1;
+    int last = causal ? i : nk - 1;  // the last key the row sees
+    for (int k = 0; k < ATTN_STAT_DISTS; k++) {
+        int D = attn_stat_dist[k];
+        double far = 0;
+        int any = 0;
+        for (int j = 0; j <= i - D; j++) far += w[j], any = 1;
+        for (int j = i + D; j <= last; j++) far += w[j], any = 1;
+        if (any) acc[2 + 2 * k] += far, acc[3 + 2 * k] += 1;
+    }
+}
+
 static void softmax_row(float *s, const attn_dims *d, const int *seg_b, int i, int nk, int n, float *stat) {
     int lo, hi;
     int general = visible_run(d, seg_b, i, nk, &lo, &hi);
@@ -159,6 +175,8 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                     rel->ops->score_forward(rel, d->params, d->layer, h, b, Q + (size_t)i0 * ld, K, ld,
                                             i0, nq, nk, S, T, pos_b);
                 for (int r = 0; r < nq; r++) softmax_row(S + (size_t)r * T, d, seg_b, i0 + r, nk, att ? T : nk, NULL);
+                if (d->stats)
+                    for (int r = 0; r < nq; r++) row_stats(d->stats + (size_t)h * ATTN_NSTAT, S + (size_t)r * T, i0 + r, nk, d->causal);
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,
                             S, T, V, ld, 0.0f, Y, C);
@@ -318,6 +336,8 @@ void attn_fused_forward(float *y, float *stats, const float *qkv, const attn_dim
             for (int i0 = 0; i0 < T; i0 += d->chunk) {
                 int nq = imin(d->chunk, T - i0);
                 block_weights(S, Q, K, ld, hs, scale, d, b, h, i0, nq, seg_b, pos_b, st, NULL);
+                if (d->stats)  // a causal row's keys past its own are not computed here: row_stats reads up to i
+                    for (int r = 0; r < nq; r++) row_stats(d->stats + (size_t)h * ATTN_NSTAT, S + (size_t)r * T, i0 + r, T, d->causal);
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;
                 rows_from_keys(Y, C, S, T, V, ld, hs, 1.0f, 0.0f, d, i0, nq);
                 if (rel && rel->ops->value_forward)

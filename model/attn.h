@@ -20,7 +20,16 @@ typedef struct {
     int layer;
     int chunk;         // query rows per block
     const int *pos;    // (B, T) positions for the encoding, or NULL: 0..T-1 (--rand-pos)
+    double *stats;     // (NH, ATTN_NSTAT) this layer's weights summed into it (--attn-stats), or NULL
 } attn_dims;
+
+// --attn-stats: where the weights go, summed over query rows, per head: the
+// weight on key 0 (the window's first token) and its count of rows (rows
+// i >= 1), then for each distance D of attn_stat_dist the weight on keys at
+// least D away and its count of rows (the rows that have such a key).
+#define ATTN_STAT_DISTS 3
+#define ATTN_NSTAT (2 + 2 * ATTN_STAT_DISTS)
+extern const int attn_stat_dist[ATTN_STAT_DISTS];
 
 // Floats of per-thread scratch attention needs for a context of T in blocks
 // of chunk rows (two blocks: the fused backward keeps weights and their

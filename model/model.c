@@ -342,7 +342,8 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
         PROF(PROF_MATMUL, matmul_forward(qkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, P(m, qkvb) + (size_t)l * 3 * C, BT, C, 3 * C));
         if (rel && rel->ops->qk_forward) PROF(PROF_ENCODING, rel->ops->qk_forward(rel, qkv, B, T, a->pos, a->eval_len));
         if (rel && rel->ops->layer_begin) PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, &bt));
-        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos,
+                       a->attn_stats ? a->attn_stats + (size_t)l * c->heads * ATTN_NSTAT : NULL};
         if (a->fused) PROF(PROF_ATTENTION, attn_fused_forward(atty, att, qkv, &d, a->scratch));
         else PROF(PROF_ATTENTION, attn_forward(atty, att, qkv, &d, a->scratch));
         // x = x + W_o · MHA(LN1(x)) + b_o
@@ -404,7 +405,7 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         PROF(PROF_MATMUL, matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
                             a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C));
         ops_zero(a->dqkv, 3 * BTC);
-        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos};
+        attn_dims d = {B, T, C, c->heads, c->causal, seg, rel, m->params, l, a->chunk, a->pos, NULL};
         if (a->fused && rel && rel->ops->layer_begin)  // the recomputed scores need this layer's tables again
             PROF(PROF_ENCODING, rel->ops->layer_begin(rel, m->params, l, &bt));
         if (a->fused) PROF(PROF_ATTENTION, attn_fused_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));

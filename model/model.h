@@ -37,6 +37,7 @@ typedef struct {
     float *scratch;                       // per-thread attention scratch
     int *pos;                             // (B, T) the positions the encodings see (--rand-pos), or NULL: 0..T-1
     int pos_row0;                         // the global index of row 0 (its process's share of an MPI batch)
+    double *attn_stats;                   // (layers, heads, ATTN_NSTAT) summed by each forward (--attn-stats), or NULL
     // gradients, training only
     float *dres, *dln, *datty, *dfch, *dfch_gelu, *dqkv, *dlogits;
 } model_acts;

@@ -108,6 +108,13 @@ const setting settings_schema[] = {
      .refused = WITH_LOAD},
     {.name = "eval-ctx", .type = SET_LIST, O(eval_ctx), .lo = 1, .hi = 1 << 20, .def_help = "the training ctx",
      .section = SEC_OUT, .metavar = "L,L,...", .help = "evaluation lengths"},
+    {.name = "eval-window", .type = SET_INT, O(eval_window), .lo = 0, .hi = 1 << 20, .def = "0", .def_help = "0 (off)",
+     .section = SEC_OUT, .metavar = "W",
+     .help = "also score each --eval-ctx length past W with at most W tokens of context per target (sliding window; "
+             "causal only)"},
+    {.name = "attn-stats", .type = SET_FLAG, O(attn_stats), .section = SEC_OUT,
+     .help = "at each --eval-ctx length, where each head's attention goes: the weight on the first token and beyond "
+             "distances 16, 64 and 256 (into --json; README \"Evaluation\")"},
     {.name = "eval-tokens", .type = SET_INT, O(eval_tokens), .lo = 1, .hi = 1L << 32, .def = "16384", .section = SEC_OUT,
      .metavar = "N", .help = "tokens scored per evaluation length, at most"},
     {.name = "save", .type = SET_TEXT, O(save), .section = SEC_OUT, .metavar = "FILE",

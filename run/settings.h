@@ -40,10 +40,11 @@ typedef struct {
     float until_solved;  // cats: order_acc that ends training at an --eval-every point (0: off; not given: 0.99 on cats)
     // evaluation and output
     int_list eval_ctx;
-    long eval_tokens, save_every, sample;
+    long eval_tokens, eval_window, save_every, sample;
     const char *save, *load, *resume, *init, *json, *attn_png, *prompt;
     float temperature;
     int quiet;
+    int attn_stats;  // --attn-stats
     // the encodings' options given, by name
     model_config pe_opts;  // only n_settings and settings are used
     // which schema rows were given on the command line (index into the schema)

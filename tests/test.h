@@ -40,6 +40,8 @@ void test_data_open(data_t *d, const char *spec, int causal, unsigned long long 
 
 // A tiny model with weights large enough that every path carries gradient.
 void test_tiny_config(model_config *c, const char *pe, int causal);
+// That model, created for data d's vocabulary (weights not yet set).
+void test_tiny_model(model_t *m, const data_t *d, const char *pe, int causal);
 // 0 when the encoding refuses the mode (xPos and FIRE are causal only).
 int test_mode_allowed(const char *pe, int causal);
 // 1 when every part of the encoding reads positions (--rand-pos is allowed).

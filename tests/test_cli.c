@@ -245,6 +245,8 @@ static int test_bad_input_table(void) {
         {"--save-every 5", 2, "--save"},
         {"--load {T}/good.ck --resume {T}/good.ck", 2, "--load"},
         {"--attn bidir --sample 5", 2, "--sample"},
+        {"--attn bidir --eval-window 8", 2, "--eval-window"},
+        {"--eval-window -1", 2, "--eval-window"},
         {"--prompt the", 2, "--sample"},
         {"--temperature 0.5", 2, "--sample"},
         {"--warmup 500", 2, "--warmup 500 is longer than --steps 2"},

@@ -187,7 +187,7 @@ static int test_attention_softmax_paths(void) {
                 int t = i % T;
                 seg[i] = kind == 1 ? t / 23 : kind == 2 ? (t % 3 == 0) + (t > 50) * 2 : 0;
             }
-            attn_dims d = {B, T, C, NH, causal, kind ? seg : NULL, NULL, NULL, 0, ATTN_CHUNK, NULL};
+            attn_dims d = {B, T, C, NH, causal, kind ? seg : NULL, NULL, NULL, 0, ATTN_CHUNK, NULL, NULL};
             attn_forward(y, NULL, qkv, &d, scratch);
             double err = 0;
             for (int b = 0; b < B; b++)
@@ -313,6 +313,65 @@ static int test_fused_attention(void) {
     return fails;
 }
 
+// --attn-stats: the sums each kernel accumulates at evaluation equal those
+// computed here from the weights a training pass saves (B, NH, T, T), by the
+// definitions in attn.h, for causal and bidirectional (with segments)
+// attention, blocks and fused kernels, in blocks of 16 rows.
+static int test_attn_stats(void) {
+    int fails = 0;
+    const int B = 2, T = 80;
+    for (int causal = 1; causal >= 0; causal--)
+        for (int fused = 0; fused <= 1; fused++) {
+            model_config cfg;
+            test_tiny_config(&cfg, "rope", causal);
+            model_t m;
+            model_create(&m, &cfg);
+            test_randomise_weights(&m, 11);
+            const int NL = cfg.layers, NH = cfg.heads;
+            int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T), *seg = malloc(sizeof(int) * B * T);
+            test_random_batch(B, T, cfg.vocab, causal, 13, tok, tgt, seg);
+            size_t n = (size_t)NL * NH * ATTN_NSTAT;
+            double *ref = calloc(n, sizeof(double)), *got = calloc(n, sizeof(double));
+            m.attn_fused = 0;
+            model_acts a;
+            model_acts_alloc(&a, &m, B, T, 1);
+            model_forward(&m, &a, tok, tgt, seg);
+            for (int l = 0; l < NL; l++)
+                for (int b = 0; b < B; b++)
+                    for (int h = 0; h < NH; h++)
+                        for (int i = 0; i < T; i++) {
+                            const float *w = a.att + ((((size_t)l * B + b) * NH + h) * T + i) * T;
+                            double *acc = ref + ((size_t)l * NH + h) * ATTN_NSTAT;
+                            if (i >= 1) acc[0] += w[0], acc[1] += 1;
+                            for (int k = 0; k < ATTN_STAT_DISTS; k++) {
+                                double far = 0;
+                                int any = 0;
+                                for (int j = 0; j < T; j++) {
+                                    int dist = i > j ? i - j : j - i;
+                                    if ((causal && j > i) || dist < attn_stat_dist[k]) continue;
+                                    far += w[j], any = 1;
+                                }
+                                if (any) acc[2 + 2 * k] += far, acc[3 + 2 * k] += 1;
+                            }
+                        }
+            model_acts_free(&a);
+            m.attn_fused = fused, m.attn_chunk = 16;
+            model_acts_alloc(&a, &m, B, T, 0);
+            a.attn_stats = got;
+            model_forward(&m, &a, tok, tgt, seg);
+            model_acts_free(&a);
+            double dmax = 0;
+            for (size_t i = 0; i < n; i++) dmax = worse(dmax, fabs(ref[i] - got[i]));
+            EXPECT(dmax < 1e-4, "%s %s: the attention statistics differ from the saved weights' by %.3g",
+                   causal ? "causal" : "bidir", fused ? "fused" : "blocks", dmax);
+            EXPECT(ref[3] > 0 && ref[2 + 2 * (ATTN_STAT_DISTS - 1) + 1] == 0, "rows counted: %g at 16, %g at 256 (T = %d)",
+                   ref[3], ref[2 + 2 * (ATTN_STAT_DISTS - 1) + 1], T);
+            free(ref), free(got), free(tok), free(tgt), free(seg);
+            model_free(&m);
+        }
+    return fails;
+}
+
 const test_case kernel_tests[] = {
     {"kernel/expf_within_2_ulp", test_expf},
     {"kernel/gelu_matches_tanh_formula", test_gelu},
@@ -321,5 +380,6 @@ const test_case kernel_tests[] = {
     {"kernel/attention_softmax_paths_match_reference", test_attention_softmax_paths},
     {"kernel/reductions_thread_independent", test_reductions},
     {"kernel/fused_attention_matches_blocks", test_fused_attention},
+    {"kernel/attn_stats_match_saved_weights", test_attn_stats},
 };
 const int n_kernel_tests = sizeof kernel_tests / sizeof kernel_tests[0];

@@ -33,6 +33,13 @@ void test_data_open(data_t *d, const char *spec, int causal, unsigned long long 
     if (rc) die_status(rc, err);
 }
 
+void test_tiny_model(model_t *m, const data_t *d, const char *pe, int causal) {
+    model_config cfg;
+    test_tiny_config(&cfg, pe, causal);
+    cfg.vocab = d->vocab;
+    model_create(m, &cfg);
+}
+
 void test_tiny_config(model_config *c, const char *pe, int causal) {
     memset(c, 0, sizeof *c);
     c->vocab = 13, c->ctx = 80, c->d_model = 8, c->layers = 2, c->heads = 2, c->causal = causal;

@@ -641,6 +641,63 @@ static int test_learned_refuses_long_eval(void) {
     return fails;
 }
 
+// --eval-window W: with W < 8 the sub-windows start every token, so each
+// target is scored with exactly the W tokens before it (fewer at the start
+// of a window) — checked against one forward pass per target over exactly
+// those tokens. W = 0 and W >= L are the full-window evaluation, bit for bit.
+static int test_eval_window(void) {
+    int fails = 0;
+    char path[] = "/tmp/pelab-window-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return 1;
+    rng_t g = {7};
+    char text[20000];
+    for (size_t i = 0; i < sizeof text; i++) text[i] = (char)('a' + rng_next(&g) % 9);
+    EXPECT(write(fd, text, sizeof text) == (ssize_t)sizeof text, "could not write %s", path);
+    close(fd);
+    data_t d;
+    test_data_open(&d, path, 1, 1);
+    model_t m;
+    test_tiny_model(&m, &d, "rope", 1);
+    test_randomise_weights(&m, 3);
+    const int L = 16, W = 4;
+    eval_result full, w0, wl, win;
+    eval_perplexity(&m, &d, L, 256, &full);
+    eval_perplexity_window(&m, &d, L, 0, 256, NULL, &w0);
+    eval_perplexity_window(&m, &d, L, L, 256, NULL, &wl);
+    eval_perplexity_window(&m, &d, L, W, 256, NULL, &win);
+    EXPECT(full.ok && w0.ok && wl.ok && win.ok, "an evaluation failed: %s %s", full.err, win.err);
+    EXPECT(w0.loss == full.loss && wl.loss == full.loss && wl.window == 0, "W = 0 or L should be the full evaluation");
+    EXPECT(win.tokens == full.tokens && win.window == W, "the window scores %zu targets, the full %zu", win.tokens, full.tokens);
+    char err[256];
+    size_t windows = eval_windows(&m, &d, L, 256, err, sizeof err);
+    model_acts a[W];
+    for (int n = 1; n <= W; n++) model_acts_alloc(&a[n - 1], &m, 1, n, 0);
+    int tok[L], tgt[L], seg[L], sub_tgt[W];
+    double sum = 0;
+    size_t count = 0;
+    for (size_t w = 0; w < windows; w++) {
+        data_eval_row(&d, L, w, tok, tgt, seg);
+        for (int t = 0; t < L; t++) {
+            if (tgt[t] < 0) continue;
+            int s = t - W + 1 > 0 ? t - W + 1 : 0, n = t - s + 1;
+            for (int k = 0; k < n; k++) sub_tgt[k] = k == n - 1 ? tgt[t] : -1;
+            a[n - 1].eval_len = L;
+            sum += model_forward(&m, &a[n - 1], tok + s, sub_tgt, seg + s);
+            count++;
+        }
+    }
+    for (int n = 1; n <= W; n++) model_acts_free(&a[n - 1]);
+    double ref = sum / (double)count;
+    EXPECT(count == win.tokens && fabs(ref - win.loss) < 1e-5, "windowed loss %.7f, one pass per target %.7f (%zu/%zu targets)",
+           win.loss, ref, win.tokens, count);
+    EXPECT(fabs(win.loss - full.loss) > 1e-4, "a window of %d should change RoPE's loss (%.6f, %.6f)", W, win.loss, full.loss);
+    model_free(&m);
+    data_close(&d);
+    unlink(path);
+    return fails;
+}
+
 // The PNG writer: a canvas decodes back to the same pixels, and the attention
 // picture decodes to the size its layout promises.
 static int test_png_roundtrip(void) {
@@ -663,11 +720,8 @@ static int test_png_roundtrip(void) {
     canvas_free(&c);
     data_t d;
     test_data_open(&d, "cats", 0, 1);
-    model_config cfg;
-    test_tiny_config(&cfg, "rope", 0);
-    cfg.vocab = d.vocab;
     model_t m;
-    model_create(&m, &cfg);
+    test_tiny_model(&m, &d, "rope", 0);
     model_init_weights(&m, 1);
     EXPECT(viz_attention_png(&m, &d, path, err, sizeof err) == 0, "%s", err);
     int ew, eh;
@@ -758,6 +812,7 @@ const test_case prop_tests[] = {
     {"prop/xl_fast_equals_direct", test_xl_fast_equals_direct},
     {"prop/rope_scaling_formulas", test_rope_scaling_formulas},
     {"prop/learned_refuses_long_eval", test_learned_refuses_long_eval},
+    {"prop/eval_window", test_eval_window},
     {"prop/distance_biases_kerple_sandwich", test_distance_biases},
     {"prop/rope_variants_limits_prope_xpos", test_rope_variants_limits},
     {"prop/cope_all_gates_open_counts_distance", test_cope_counts},

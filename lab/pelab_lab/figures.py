@@ -225,3 +225,44 @@ def task_lengths(task, title, stem, encodings):
     axes[0][0].legend(fontsize=6, ncol=2)
     fig.suptitle(title + " (dotted: largest training size)", fontsize=10)
     return save(fig, stem)
+
+
+def context_use(evals, title, stem, long_ctx, window, labels):
+    """Left: loss with the full window minus loss with at most `window` tokens
+    of context, at long_ctx, per encoding (mean, 95% interval, a dot per
+    seed; below 0: the encoding uses the context past the window). Right:
+    the attention weight at distances ≥ D at long_ctx (mean over layers,
+    heads and seeds), per encoding."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 0.32 * len(labels) + 2.6))
+    g = evals[evals["eval_ctx"] == long_ctx]
+    ys = range(len(labels))
+    for y, lab in zip(ys, labels):
+        h = g[g["label"] == lab]
+        st = encoding_style(lab, y)
+        d = (h["loss"] - h["window_loss"]).dropna().to_numpy()
+        e = stats.mean_ci(d)
+        if e.n:
+            lo, hi = (e.lo, e.hi) if e.n > 1 else (e.mean, e.mean)
+            ax.errorbar([e.mean], [y], xerr=[[e.mean - lo], [hi - e.mean]], color=st["color"], marker=st["marker"],
+                        capsize=3, markersize=5)
+            ax.plot(d, [y] * len(d), linestyle="none", marker="|", color=st["color"], alpha=0.6)
+        dists = [D for D in (16, 64, 256) if D < long_ctx and f"far_{D}" in h and h[f"far_{D}"].notna().any()]
+        if dists:
+            bx.plot(dists, [h[f"far_{D}"].mean() for D in dists], label=lab, markersize=4, **st)
+    ax.axvline(0, color="grey", linewidth=0.8)
+    ax.set_yticks(list(ys), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"loss with the full {long_ctx} − loss with {window} tokens of context (nats; < 0: uses the context)")
+    ax.grid(alpha=0.3, axis="x")
+    ax.set_title(f"does the model use context past {window}? (mean, 95% interval; ticks: seeds)", fontsize=9)
+    bx.set_xscale("log", base=2)
+    bx.set_xticks([16, 64, 256], ["16", "64", "256"])
+    bx.xaxis.set_minor_formatter(NullFormatter())
+    bx.set_ylim(0, 1)   # a share of the weight; linear, so that a share of 0 shows as 0
+    bx.set_xlabel("distance D (tokens)")
+    bx.set_ylabel(f"attention weight at distance ≥ D, at {long_ctx}\n(mean over layers, heads, seeds)")
+    bx.grid(alpha=0.3, which="both")
+    bx.legend(fontsize=7, ncol=2)
+    bx.set_title("where the attention goes", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)

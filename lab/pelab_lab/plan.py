@@ -25,6 +25,7 @@ class Run:
     seed: int
     options: list            # ./train options, without --seed/--json/--save/--threads
     reads: str = None        # arm whose checkpoint (same seed) this run reads
+    reads_exp: str = None    # the experiment of that arm, when not this one (kind evaluate)
     read_flag: str = None    # --load (evaluation) or --init (fine-tune)
     uses_text: bool = False  # reads the config's text corpus
     env: dict = field(default_factory=dict)
@@ -37,6 +38,11 @@ class Run:
     @property
     def key(self):
         return f"{self.exp}/{self.arm}/{self.seed}"
+
+    @property
+    def reads_ckpt(self):
+        """The checkpoint this run reads, in the run folder, or None."""
+        return f"runs/{self.reads_exp or self.exp}/{self.reads}/{self.seed}.ck" if self.reads else None
 
 
 def slug(label):
@@ -245,8 +251,40 @@ def _tasks(name, spec, reg, seeds, args):
     return runs
 
 
+def _evaluate(name, spec, reg, seeds, args, planned, config):
+    """Evaluations of the checkpoints another experiment (`from`, a length
+    experiment) trains: the same seeds, so paired with its runs by
+    construction; `eval_ctx` lengths, `window` (--eval-window) and args (e.g.
+    --attn-stats)."""
+    where = f"experiment {name}"
+    src = spec.get("from")
+    exps = config.get("experiments") or {}
+    if src not in exps or (exps[src] or {}).get("kind") != "length":
+        raise ConfigError(f"{where}: 'from' must name a length experiment of the config, not {src!r}")
+    trained = {r.arm: r for r in planned[src] if r.trains}
+    from_seeds = sorted({r.seed for r in planned[src] if r.trains})
+    seeds = from_seeds if "seeds" not in spec else seeds
+    missing = [s for s in seeds if s not in from_seeds]
+    if missing:
+        raise ConfigError(f"{where}: seed(s) {missing} are not trained by {src} (its seeds: {from_seeds})")
+    names = _encodings({"encodings": spec.get("encodings", list(dict.fromkeys(r.meta['pe'] for r in trained.values()))),
+                        "exclude": spec.get("exclude", [])}, reg, where)
+    absent = [pe for pe in names if pe not in trained]
+    if absent:
+        raise ConfigError(f"{where}: {src} does not train {absent}")
+    lengths = spec.get("eval_ctx")
+    if not isinstance(lengths, list) or not lengths or not all(isinstance(L, int) and L > 0 for L in lengths):
+        raise ConfigError(f"{where}: eval_ctx must be a list of positive lengths, not {lengths!r}")
+    opts = ["--data", "{text}", "--eval-ctx", ",".join(str(L) for L in lengths),
+            "--eval-tokens", str(_need(spec, "eval_tokens", where))]
+    if "window" in spec:
+        opts += ["--eval-window", str(_need(spec, "window", where))]
+    return [Run(name, pe, pe, s, opts + args, reads=pe, reads_exp=src, read_flag="--load", uses_text=True,
+                meta={"pe": pe}) for pe in names for s in seeds]
+
+
 KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
-         "sweep": _sweep, "tasks": _tasks}
+         "sweep": _sweep, "tasks": _tasks, "evaluate": _evaluate}
 
 
 def cpu_has(flag):
@@ -299,7 +337,8 @@ def plan(config, list_pe_text):
     threads = config.get("threads", 1)
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ConfigError(f"threads must be a positive integer, not {threads!r}")
-    for name, spec in exps.items():
+    # an evaluate experiment reads the runs of another: plan those first
+    for name, spec in sorted(exps.items(), key=lambda kv: isinstance(kv[1], dict) and kv[1].get("kind") == "evaluate"):
         if not re.fullmatch(r"[A-Za-z0-9_-]+", str(name)):
             raise ConfigError(f"experiment name '{name}': letters, digits, _ and - only")
         if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
@@ -309,7 +348,10 @@ def plan(config, list_pe_text):
         for a in args:
             if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume"):
                 raise ConfigError(f"experiment {name}: args may not set {a}; the workflow sets it per run")
-        runs = KINDS[spec["kind"]](name, spec, reg, seeds, args)
+        if spec["kind"] == "evaluate":
+            runs = _evaluate(name, spec, reg, seeds, args, out, config)
+        else:
+            runs = KINDS[spec["kind"]](name, spec, reg, seeds, args)
         env = {**pinned, **{str(k): str(v) for k, v in (spec.get("env") or {}).items()}}
         for r in runs:
             r.env = env
@@ -318,7 +360,7 @@ def plan(config, list_pe_text):
         if len(set(keys)) != len(keys):
             raise ConfigError(f"experiment {name}: two runs share a name; make its arms distinct")
         out[name] = runs
-    return out
+    return {n: out[n] for n in exps if n in out}   # the config's order
 
 
 def skipped(config, name):

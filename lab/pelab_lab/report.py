@@ -16,6 +16,7 @@ from .runs import tidy
 
 TITLES = {"order": "Order: steps until the order task is solved, over seeds",
           "encodings": "Every encoding with the defaults",
+          "evaluate": "Context use: the same checkpoints with the context cut to a window, and where attention goes",
           "length": "Extrapolation: trained short, perplexity at longer contexts",
           "finetune": "RoPE context extension with fine-tuning",
           "sweep": "Sweeps: base frequencies, clipping distances, p-RoPE fractions",

@@ -6,7 +6,9 @@ Four tables, one row per observation:
   evals  one row per run and evaluation length (ppl; refused rows kept, with
          their reason, and no number);
   curve  one row per run and --eval-every point;
-  task   one row per run and size range of a task.
+  task   one row per run and size range of a task;
+  attn   one row per run, evaluation length, layer and head (--attn-stats):
+         the weight on the first token (sink) and at distances ≥ D (far_D).
 A metric a run did not produce is missing (NaN), never 0.
 """
 import json
@@ -69,7 +71,7 @@ def _time_to_solve(d, points):
 def tidy(records):
     """records: iterable of (path, labels) where labels is a dict of columns
     (exp, arm, label, seed and the experiment's own, e.g. task) or {}."""
-    runs, evals, curve, task = [], [], [], []
+    runs, evals, curve, task, attn = [], [], [], [], []
     for path, labels in records:
         d = read_run(path)
         c = d["config"]
@@ -94,14 +96,38 @@ def tidy(records):
         row["eval_loss"], row["eval_ppl"] = _num(first, "loss"), _num(first, "ppl")
         runs.append(row)
         for e in d.get("eval") or []:
-            evals.append({**base, "eval_ctx": e.get("ctx"), "loss": _num(e, "loss"), "ppl": _num(e, "ppl"),
-                          "refused": e.get("error")})
+            row = {**base, "eval_ctx": e.get("ctx"), "loss": _num(e, "loss"), "ppl": _num(e, "ppl"),
+                   "refused": e.get("error"), "window": _num(e, "window"), "window_loss": _num(e, "window_loss"),
+                   "window_ppl": _num(e, "window_ppl")}
+            heads = _attn_rows(e)
+            for col in ("sink", "far_16", "far_64", "far_256"):   # the mean over layers and heads
+                vals = [h[col] for h in heads if not math.isnan(h[col])]
+                row[col] = float(np.mean(vals)) if vals else math.nan
+            evals.append(row)
+            attn += [{**base, "eval_ctx": e.get("ctx"), **h} for h in heads]
         for i, t in enumerate(d.get("task") or []):
             task.append({**base, "task": labels.get("task", str(c.get("data", "")).removeprefix("task:")),
                          "range": i, "lo": t.get("lo"), "hi": t.get("hi"), "train_range": bool(t.get("train")),
                          "acc": _num(t, "acc"), "n": _num(t, "n"), "refused": t.get("error")})
     cols = lambda rows: pd.DataFrame(rows)
-    return {"runs": cols(runs), "evals": cols(evals), "curve": cols(curve), "task": cols(task)}
+    return {"runs": cols(runs), "evals": cols(evals), "curve": cols(curve), "task": cols(task), "attn": cols(attn)}
+
+
+def _attn_rows(e):
+    """An evaluation's --attn-stats as rows per layer and head (none without them)."""
+    sink, far = e.get("attn_sink"), e.get("attn_far") or {}
+    if not isinstance(sink, list):
+        return []
+    val = lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+    rows = []
+    for l, heads in enumerate(sink):
+        for h, v in enumerate(heads):
+            r = {"layer": l, "head": h, "sink": val(v)}
+            for D in ("16", "64", "256"):
+                grid = far.get(D)
+                r[f"far_{D}"] = val(grid[l][h]) if isinstance(grid, list) and l < len(grid) and h < len(grid[l]) else math.nan
+            rows.append(r)
+    return rows
 
 
 # A refusal that depends on the machine, not on the run (the evaluation did

@@ -238,7 +238,74 @@ def tasks(name, t, stem, spec):
     return "\n".join(parts)
 
 
-BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks}
+def evaluate(name, t, stem, spec):
+    evals, attn = t["evals"], t["attn"]
+    lengths = sorted(evals["eval_ctx"].unique())
+    base, base_note = _baselines(evals, lengths, stem)
+    W = spec.get("window")
+    cols = ["label", "pe", "seed", "eval_ctx", "loss", "ppl", "window", "window_loss", "window_ppl", "sink",
+            "far_16", "far_64", "far_256", "collapsed"]
+    evals[[c for c in cols if c in evals]].to_csv(f"{stem}.csv", index=False)
+    acols = ["label", "seed", "eval_ctx", "layer", "head", "sink", "far_16", "far_64", "far_256"]
+    (attn[acols] if len(attn) else pd.DataFrame(columns=acols)).to_csv(f"{stem}_attn.csv", index=False)
+    labels = _ordered(evals, "label")
+    longer = [L for L in lengths if W and L > W]
+    header, rows = ["pe", "n"], []
+    for L in lengths:
+        header.append(f"ppl at {L}")
+        if L in longer:
+            header += [f"ppl at {L}, ≤ {W} context", f"full − ≤ {W} at {L} (loss)"]
+    for lab in labels:
+        g = evals[evals["label"] == lab]
+        cells = [lab, g["seed"].nunique()]
+        for L in lengths:
+            h = g[g["eval_ctx"] == L].sort_values("seed")
+            k = int(h["collapsed"].sum())
+            cells.append(stats.mean_ci(h["ppl"]).fmt(3) + (f" †{k}" if k else "") if h["ppl"].notna().any() else "— (refused)")
+            if L in longer:
+                cells.append(stats.mean_ci(h["window_ppl"]).fmt(3))
+                c = stats.paired(h["loss"], h["window_loss"])
+                sg = lambda v: f"{v:+.4f}".replace("-", "−")
+                cells.append("—" if math.isnan(c.diff) else
+                             f"{sg(c.diff)} [{sg(c.lo)}, {sg(c.hi)}]" if not math.isnan(c.lo) else sg(c.diff))
+        rows.append(cells)
+    rows += [r[:2] + sum(([c] + ([""] * 2 if L in longer else []) for L, c in zip(lengths, r[2:])), [])
+             for r in _baseline_rows(base, lengths, 1)]
+    parts = [f"The checkpoints of experiment `{spec.get('from')}` (the same seeds, so every comparison here is paired "
+             "by seed: one model, the same validation targets), evaluated again. ppl at L: non-overlapping windows of L "
+             "scored on their own, as in the extrapolation table."
+             + (f" ≤ {W} context: the same windows and targets, each target scored with at most {W} tokens of context "
+                f"(`--eval-window {W}`: sub-windows of {W} every {max(1, W // 8)} tokens, so a target past the first "
+                f"{W} has {W - max(1, W // 8) + 1}–{W}). full − ≤ {W}: the loss with the full window minus the loss "
+                f"with ≤ {W}, per seed, mean [95% interval]: below 0 the model uses context past {W}, above 0 the "
+                "longer context harms it." if W else "")
+             + " " + base_note, "",
+             _md(header, rows)]
+    if len(attn) and evals["sink"].notna().any():
+        dists = [D for D in (16, 64, 256) if evals[f"far_{D}"].notna().any()]
+        arows = []
+        for lab in labels:
+            g = evals[evals["label"] == lab]
+            cells = [lab, g["seed"].nunique()]
+            for L in lengths:
+                cells.append(stats.mean_ci(g[g["eval_ctx"] == L]["sink"], (0, 1)).fmt(3))
+            for D in dists:
+                cells.append(stats.mean_ci(g[g["eval_ctx"] == lengths[-1]][f"far_{D}"], (0, 1)).fmt(3))
+            arows.append(cells)
+        parts += ["", "Where the attention goes (`--attn-stats`): the weight on the window's first token (the sink), "
+                  "averaged over the query rows after it, and the weight on keys at least D tokens away, averaged over "
+                  "the rows that have such keys; each the mean over layers and heads, then mean ± 95% interval over "
+                  f"seeds; per layer and head in `{stem.split('/')[-1]}_attn.csv`.", "",
+                  _md(["pe", "n"] + [f"sink at {L}" for L in lengths] + [f"at ≥ {D}, at {lengths[-1]}" for D in dists],
+                      arows)]
+    figures.context_use(evals, f"{name}: trained at {lengths[0]}, evaluated at {lengths[-1]} "
+                        f"({evals['seed'].nunique()} seeds)", stem, lengths[-1], W, labels)
+    parts += ["", f"![context use]({stem.split('/')[-1]}.png)"]
+    return "\n".join(parts)
+
+
+BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks,
+            "evaluate": evaluate}
 
 
 def outputs(kind, stem):
@@ -249,4 +316,5 @@ def outputs(kind, stem):
             "length": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "finetune": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "sweep": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
-            "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length")}[kind]
+            "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
+            "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_baselines.csv"] + figs(stem)}[kind]

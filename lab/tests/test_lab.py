@@ -88,6 +88,25 @@ class Plan(unittest.TestCase):
         self.assertTrue(all(r.reads == "base" and r.read_flag == "--init" and r.seed == 3 for r in ft))
         self.assertTrue(all(r.options[r.options.index("--warmup") + 1] == "2" for r in ft))
 
+    def test_evaluate_reads_another_experiments_checkpoints_at_its_seeds(self):
+        ext = {"kind": "length", "encodings": ["rope", "alibi"], "seeds": "1-3", "ctx": 16, "steps": 5, "lr": 1e-3,
+               "eval_tokens": 64, "rope_scales": ["pi"]}
+        use = {"kind": "evaluate", "from": "ext", "eval_ctx": [16, 256], "window": 16, "eval_tokens": 64,
+               "args": "--attn-stats"}
+        p = plan.plan(cfg(use=use, ext=ext), LIST_PE)
+        self.assertEqual(list(p), ["use", "ext"])   # the config's order, though ext is planned first
+        runs = p["use"]
+        self.assertEqual(sorted({r.seed for r in runs}), [1, 2, 3])
+        self.assertEqual({r.arm for r in runs}, {"rope", "alibi"})   # trained arms only, not rope.pi
+        r = next(r for r in runs if r.arm == "rope" and r.seed == 2)
+        self.assertEqual((r.read_flag, r.reads_ckpt), ("--load", "runs/ext/rope/2.ck"))
+        self.assertIn("--eval-window", r.options)
+        self.assertIn("--attn-stats", r.options)
+        for bad, msg in (({"from": "nope"}, "length experiment"), ({"seeds": [4]}, "not trained by ext"),
+                         ({"encodings": ["xpos"]}, "does not train"), ({"eval_ctx": 16}, "eval_ctx must be")):
+            with self.assertRaisesRegex(plan.ConfigError, msg):
+                plan.plan(cfg(use={**use, **bad}, ext=ext), LIST_PE)
+
     def test_slug(self):
         self.assertEqual(plan.slug("fine-tuned (ntk)"), "fine-tuned.ntk")
         with self.assertRaises(plan.ConfigError):
@@ -281,6 +300,22 @@ class Tidy(unittest.TestCase):
             self.assertEqual(len(t["evals"]), 2)
             self.assertTrue(math.isnan(t["evals"]["ppl"][1]))
             self.assertEqual(t["evals"]["refused"][1], "refused")
+
+    def test_window_and_attention_statistics(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = write_run(d, "a.json", {"pe": "alibi", "data": "book.txt", "seed": 1, "ctx": 64}, train={"steps": 10},
+                          eval=[{"ctx": 64, "loss": 1.0, "ppl": 2.718, "attn_sink": [[0.1, 0.3]],
+                                 "attn_far": {"16": [[0.2, None]]}},
+                                {"ctx": 256, "loss": 0.9, "ppl": 2.46, "window": 64, "window_loss": 0.95,
+                                 "window_ppl": 2.59}])
+            t = tidy([(p, {})])
+            e = t["evals"]
+            self.assertAlmostEqual(e["sink"][0], 0.2)
+            self.assertAlmostEqual(e["far_16"][0], 0.2)        # the head without rows is missing, not 0
+            self.assertTrue(math.isnan(e["far_64"][0]))
+            self.assertTrue(math.isnan(e["window_loss"][0]) and e["window_loss"][1] == 0.95)
+            self.assertEqual(len(t["attn"]), 2)
+            self.assertTrue(math.isnan(t["attn"]["far_16"][1]))
 
     def test_solve_step_from_curve(self):
         with tempfile.TemporaryDirectory() as d:
