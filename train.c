@@ -21,6 +21,7 @@
 #include "core/startup.h"
 #include "data/data.h"
 #include "eval/eval.h"
+#include "eval/probe.h"
 #include "eval/viz.h"
 #include "model/model.h"
 #include "run/ckpt.h"
@@ -144,6 +145,8 @@ typedef struct {
     eval_result ev[MAX_EVAL_CTX];
     eval_result win[MAX_EVAL_CTX];  // --eval-window: the same length, each target with at most W tokens of context
     double *attn[MAX_EVAL_CTX];     // --attn-stats: (layers, heads, ATTN_NSTAT) sums at each length, or NULL
+    double *probe[MAX_EVAL_CTX];    // --probe-positions: held-out R² (layers+1) at each length, or NULL
+    char probe_err[MAX_EVAL_CTX][256];
     int any_ok;
     int failed;  // an evaluation's loss was not a number: the run exits non-zero
     int has_order, n_order;
@@ -661,6 +664,19 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
             warn_msg("eval ctx=%d: %s", L, ev->err);
             er->failed |= ev->nonfinite;
         }
+        if (o->probe_positions && ev->ok) {
+            er->probe[i] = xmalloc(sizeof(double) * (size_t)(r->m.cfg.layers + 1));
+            if (eval_probe_positions(&r->m, &r->d, L, (size_t)o->eval_tokens, er->probe[i], er->probe_err[i],
+                                     sizeof er->probe_err[i]) == 0) {
+                printf("probe ctx=%d r2=", L);
+                for (int l = 0; l <= r->m.cfg.layers; l++) printf("%s%.3f", l ? "," : "", er->probe[i][l]);
+                printf("\n");
+            } else {
+                free(er->probe[i]);
+                er->probe[i] = NULL;
+                warn_msg("probe ctx=%d: %s", L, er->probe_err[i]);
+            }
+        }
         if (o->eval_window && L > o->eval_window && ev->ok) {
             eval_result *w = &er->win[i];
             eval_perplexity_window(&r->m, &r->d, L, (int)o->eval_window, (size_t)o->eval_tokens, NULL, w);
@@ -746,6 +762,17 @@ static void write_json(const char *path, const options *o, const model_t *m, con
                 json_string(f, w->err);
             }
             if (er->attn[i]) write_attn_stats(f, er->attn[i], m, ev->L);
+            if (er->probe[i]) {
+                fprintf(f, ", \"probe_r2\": [");
+                for (int l = 0; l <= m->cfg.layers; l++) {
+                    fprintf(f, "%s", l ? ", " : "");
+                    json_number(f, "%.6f", er->probe[i][l]);
+                }
+                fprintf(f, "]");
+            } else if (er->probe_err[i][0]) {
+                fprintf(f, ", \"probe_error\": ");
+                json_string(f, er->probe_err[i]);
+            }
             fprintf(f, "}");
         } else {
             fprintf(f, ", \"error\": ");
@@ -963,7 +990,7 @@ int main(int argc, char **argv) {
     eval_report er;
     evaluate(&o, &run, &er);
     if (dist_rank() == 0) report(&o, &run, &tr, &er);
-    for (int i = 0; i < MAX_EVAL_CTX; i++) free(er.attn[i]);
+    for (int i = 0; i < MAX_EVAL_CTX; i++) free(er.attn[i]), free(er.probe[i]);
     dist_finish();
     return check_stdout(&o, er.any_ok && !er.failed ? 0 : EXIT_RUNTIME);
 }

@@ -331,6 +331,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
     pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
     const pe_batch bt = batch_of(m, a);
     const float *x = a->encoded;
+    if (a->hidden) memcpy(a->hidden, x, sizeof(float) * BTC);
     for (int l = 0; l < L; l++) {
         size_t s = a->training ? (size_t)l : 0;  // evaluation reuses one layer's buffers
         float *ln1 = a->ln1 + s * BTC, *qkv = a->qkv + s * 3 * BTC, *atty = a->atty + s * BTC;
@@ -357,6 +358,7 @@ double model_forward(model_t *m, model_acts *a, const int *tokens, const int *ta
         PROF(PROF_MATMUL, matmul_forward(res3, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, P(m, fcprojb) + (size_t)l * C, BT, 4 * C, C));
         PROF(PROF_OTHER, residual_forward(res3, res3, res2, BTC));
         x = res3;
+        if (a->hidden) memcpy(a->hidden + (size_t)(l + 1) * BTC, x, sizeof(float) * BTC);
     }
     PROF(PROF_LAYERNORM, layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, P(m, lnfw), P(m, lnfb), BT, C));
     // tied: logits = LN_f(x) · Eᵀ

@@ -38,6 +38,8 @@ typedef struct {
     int *pos;                             // (B, T) the positions the encodings see (--rand-pos), or NULL: 0..T-1
     int pos_row0;                         // the global index of row 0 (its process's share of an MPI batch)
     double *attn_stats;                   // (layers, heads, ATTN_NSTAT) summed by each forward (--attn-stats), or NULL
+    float *hidden;                        // (layers+1, B, T, C) the caller's: the input and each block's output
+                                          // copied here by each forward, or NULL (the position probe)
     // gradients, training only
     float *dres, *dln, *datty, *dfch, *dfch_gelu, *dqkv, *dlogits;
 } model_acts;

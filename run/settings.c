@@ -115,6 +115,9 @@ const setting settings_schema[] = {
     {.name = "attn-stats", .type = SET_FLAG, O(attn_stats), .section = SEC_OUT,
      .help = "at each --eval-ctx length, where each head's attention goes: the weight on the first token and beyond "
              "distances 16, 64 and 256 (into --json; README \"Evaluation\")"},
+    {.name = "probe-positions", .type = SET_FLAG, O(probe_positions), .section = SEC_OUT,
+     .help = "at each --eval-ctx length, how well a linear probe reads each token's position from the input and each "
+             "block's output (held-out R², into --json; README \"Evaluation\")"},
     {.name = "eval-tokens", .type = SET_INT, O(eval_tokens), .lo = 1, .hi = 1L << 32, .def = "16384", .section = SEC_OUT,
      .metavar = "N", .help = "tokens scored per evaluation length, at most"},
     {.name = "save", .type = SET_TEXT, O(save), .section = SEC_OUT, .metavar = "FILE",

@@ -44,7 +44,8 @@ typedef struct {
     const char *save, *load, *resume, *init, *json, *attn_png, *prompt;
     float temperature;
     int quiet;
-    int attn_stats;  // --attn-stats
+    int attn_stats;       // --attn-stats
+    int probe_positions;  // --probe-positions
     // the encodings' options given, by name
     model_config pe_opts;  // only n_settings and settings are used
     // which schema rows were given on the command line (index into the schema)

@@ -227,42 +227,73 @@ def task_lengths(task, title, stem, encodings):
     return save(fig, stem)
 
 
-def context_use(evals, title, stem, long_ctx, window, labels):
-    """Left: loss with the full window minus loss with at most `window` tokens
-    of context, at long_ctx, per encoding (mean, 95% interval, a dot per
-    seed; below 0: the encoding uses the context past the window). Right:
-    the attention weight at distances ≥ D at long_ctx (mean over layers,
-    heads and seeds), per encoding."""
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 0.32 * len(labels) + 2.6))
+def evaluations(evals, title, stem, long_ctx, window, labels, probes):
+    """The panels an evaluate experiment has data for, side by side:
+    - context use (a window): loss with the full window minus loss with at
+      most `window` tokens of context at long_ctx, per encoding (mean, 95%
+      interval, a tick per seed; below 0: the encoding uses the context past
+      the window);
+    - where attention goes (--attn-stats): the weight at distances ≥ D at
+      long_ctx, mean over layers, heads and seeds, per encoding;
+    - the position probe (--probe-positions): held-out R² at the input and
+      after each block, per encoding (mean over seeds; thin: seeds)."""
     g = evals[evals["eval_ctx"] == long_ctx]
-    ys = range(len(labels))
-    for y, lab in zip(ys, labels):
-        h = g[g["label"] == lab]
-        st = encoding_style(lab, y)
-        d = (h["loss"] - h["window_loss"]).dropna().to_numpy()
-        e = stats.mean_ci(d)
-        if e.n:
-            lo, hi = (e.lo, e.hi) if e.n > 1 else (e.mean, e.mean)
-            ax.errorbar([e.mean], [y], xerr=[[e.mean - lo], [hi - e.mean]], color=st["color"], marker=st["marker"],
-                        capsize=3, markersize=5)
-            ax.plot(d, [y] * len(d), linestyle="none", marker="|", color=st["color"], alpha=0.6)
-        dists = [D for D in (16, 64, 256) if D < long_ctx and f"far_{D}" in h and h[f"far_{D}"].notna().any()]
-        if dists:
-            bx.plot(dists, [h[f"far_{D}"].mean() for D in dists], label=lab, markersize=4, **st)
-    ax.axvline(0, color="grey", linewidth=0.8)
-    ax.set_yticks(list(ys), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"loss with the full {long_ctx} − loss with {window} tokens of context (nats; < 0: uses the context)")
-    ax.grid(alpha=0.3, axis="x")
-    ax.set_title(f"does the model use context past {window}? (mean, 95% interval; ticks: seeds)", fontsize=9)
-    bx.set_xscale("log", base=2)
-    bx.set_xticks([16, 64, 256], ["16", "64", "256"])
-    bx.xaxis.set_minor_formatter(NullFormatter())
-    bx.set_ylim(0, 1)   # a share of the weight; linear, so that a share of 0 shows as 0
-    bx.set_xlabel("distance D (tokens)")
-    bx.set_ylabel(f"attention weight at distance ≥ D, at {long_ctx}\n(mean over layers, heads, seeds)")
-    bx.grid(alpha=0.3, which="both")
-    bx.legend(fontsize=7, ncol=2)
-    bx.set_title("where the attention goes", fontsize=9)
+    has_far = any(f"far_{D}" in g and g[f"far_{D}"].notna().any() for D in (16, 64, 256))
+    panels = [p for p, ok in (("window", bool(window)), ("far", has_far), ("probe", bool(probes))) if ok]
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6 * max(1, len(panels)), 0.32 * len(labels) + 2.6),
+                             squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        for y, lab in enumerate(labels):
+            h = g[g["label"] == lab]
+            st = encoding_style(lab, y)
+            if lab.endswith(" bidir"):   # an order experiment's two modes: the same colour, bidirectional dashed
+                st = {**st, "linestyle": "--", "markerfacecolor": "white"}
+            if panel == "window":
+                d = (h["loss"] - h["window_loss"]).dropna().to_numpy()
+                e = stats.mean_ci(d)
+                if e.n:
+                    lo, hi = (e.lo, e.hi) if e.n > 1 else (e.mean, e.mean)
+                    ax.errorbar([e.mean], [y], xerr=[[e.mean - lo], [hi - e.mean]], color=st["color"],
+                                marker=st["marker"], capsize=3, markersize=5)
+                    ax.plot(d, [y] * len(d), linestyle="none", marker="|", color=st["color"], alpha=0.6)
+            elif panel == "far":
+                dists = [D for D in (16, 64, 256) if D < long_ctx and h[f"far_{D}"].notna().any()]
+                if dists:
+                    ax.plot(dists, [h[f"far_{D}"].mean() for D in dists], label=lab, markersize=4, **st)
+            else:
+                p0 = evals[(evals["label"] == lab) & (evals["eval_ctx"] == evals["eval_ctx"].min())]
+                xs = list(range(len(probes)))
+                groups = [p0[c].dropna().to_numpy() for c in probes]
+                if any(len(v) for v in groups):
+                    per_seed = [[float(r[c]) for c in probes] for _, r in p0.iterrows()]
+                    _band(ax, xs, groups, st, lab, per_seed, band=len(labels) <= 6)
+        if panel == "window":
+            ax.axvline(0, color="grey", linewidth=0.8)
+            ax.set_yticks(list(range(len(labels))), labels, fontsize=8)
+            ax.invert_yaxis()
+            ax.set_xlabel(f"loss with the full {long_ctx} − loss with ≤ {window} tokens of context (nats; < 0: uses it)")
+            ax.grid(alpha=0.3, axis="x")
+            ax.set_title(f"does the model use context past {window}? (mean, 95% interval; ticks: seeds)", fontsize=9)
+        elif panel == "far":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks([16, 64, 256], ["16", "64", "256"])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_ylim(0, 1)   # a share of the weight; linear, so that a share of 0 shows as 0
+            ax.set_xlabel("distance D (tokens)")
+            ax.set_ylabel(f"attention weight at distance ≥ D, at {long_ctx}\n(mean over layers, heads, seeds)")
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=7, ncol=2)
+            ax.set_title("where the attention goes", fontsize=9)
+        else:
+            ax.set_xticks(list(range(len(probes))), ["input"] + [f"block {i}" for i in range(1, len(probes))])
+            ax.axhline(0, color="grey", linewidth=0.8)
+            low = ax.get_ylim()[0]
+            ax.set_ylim(max(-0.5, min(-0.1, low)), 1.02)   # a probe worse than the mean is worse than useless
+            ax.set_ylabel("held-out R² of a linear probe of the position\n(mean" +
+                          (", 95% band" if len(labels) <= 6 else "") + "; thin: seeds" +
+                          ("; axis cut at −0.5" if low < -0.5 else "") + ")")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, ncol=2)
+            ax.set_title("does the model know where a token is?", fontsize=9)
     fig.suptitle(title, fontsize=10)
     return save(fig, stem)

@@ -252,15 +252,17 @@ def _tasks(name, spec, reg, seeds, args):
 
 
 def _evaluate(name, spec, reg, seeds, args, planned, config):
-    """Evaluations of the checkpoints another experiment (`from`, a length
-    experiment) trains: the same seeds, so paired with its runs by
-    construction; `eval_ctx` lengths, `window` (--eval-window) and args (e.g.
-    --attn-stats)."""
+    """Evaluations of the checkpoints another experiment (`from`, a length or
+    an order experiment) trains: the same seeds, so paired with its runs by
+    construction; `eval_ctx` lengths (an order experiment's: its training
+    length when not given), `window` (--eval-window) and args (e.g.
+    --attn-stats, --probe-positions)."""
     where = f"experiment {name}"
     src = spec.get("from")
     exps = config.get("experiments") or {}
-    if src not in exps or (exps[src] or {}).get("kind") != "length":
-        raise ConfigError(f"{where}: 'from' must name a length experiment of the config, not {src!r}")
+    kind = (exps.get(src) or {}).get("kind") if isinstance(exps.get(src), dict) else None
+    if kind not in ("length", "order"):
+        raise ConfigError(f"{where}: 'from' must name a length or order experiment of the config, not {src!r}")
     trained = {r.arm: r for r in planned[src] if r.trains}
     from_seeds = sorted({r.seed for r in planned[src] if r.trains})
     seeds = from_seeds if "seeds" not in spec else seeds
@@ -269,18 +271,24 @@ def _evaluate(name, spec, reg, seeds, args, planned, config):
         raise ConfigError(f"{where}: seed(s) {missing} are not trained by {src} (its seeds: {from_seeds})")
     names = _encodings({"encodings": spec.get("encodings", list(dict.fromkeys(r.meta['pe'] for r in trained.values()))),
                         "exclude": spec.get("exclude", [])}, reg, where)
-    absent = [pe for pe in names if pe not in trained]
+    absent = [pe for pe in names if not any(r.meta["pe"] == pe for r in trained.values())]
     if absent:
         raise ConfigError(f"{where}: {src} does not train {absent}")
     lengths = spec.get("eval_ctx")
-    if not isinstance(lengths, list) or not lengths or not all(isinstance(L, int) and L > 0 for L in lengths):
+    if lengths is None and kind == "order":
+        opts = []   # the length the checkpoint was trained at, on its own corpus (cats)
+    elif not isinstance(lengths, list) or not lengths or not all(isinstance(L, int) and L > 0 for L in lengths):
         raise ConfigError(f"{where}: eval_ctx must be a list of positive lengths, not {lengths!r}")
-    opts = ["--data", "{text}", "--eval-ctx", ",".join(str(L) for L in lengths),
-            "--eval-tokens", str(_need(spec, "eval_tokens", where))]
+    else:
+        opts = ["--eval-ctx", ",".join(str(L) for L in lengths)]
+    if kind == "length":
+        opts = ["--data", "{text}"] + opts
+    opts += ["--eval-tokens", str(_need(spec, "eval_tokens", where))]
     if "window" in spec:
         opts += ["--eval-window", str(_need(spec, "window", where))]
-    return [Run(name, pe, pe, s, opts + args, reads=pe, reads_exp=src, read_flag="--load", uses_text=True,
-                meta={"pe": pe}) for pe in names for s in seeds]
+    return [Run(name, arm, r.label, s, opts + args, reads=arm, reads_exp=src, read_flag="--load",
+                uses_text=kind == "length", meta=dict(r.meta))
+            for arm, r in trained.items() if r.meta["pe"] in names for s in seeds]
 
 
 KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,

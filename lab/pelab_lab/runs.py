@@ -99,6 +99,9 @@ def tidy(records):
             row = {**base, "eval_ctx": e.get("ctx"), "loss": _num(e, "loss"), "ppl": _num(e, "ppl"),
                    "refused": e.get("error"), "window": _num(e, "window"), "window_loss": _num(e, "window_loss"),
                    "window_ppl": _num(e, "window_ppl")}
+            probe = e.get("probe_r2")
+            for l, v in enumerate(probe if isinstance(probe, list) else []):
+                row[f"probe_r2_{l}"] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
             heads = _attn_rows(e)
             for col in ("sink", "far_16", "far_64", "far_256"):   # the mean over layers and heads
                 vals = [h[col] for h in heads if not math.isnan(h[col])]

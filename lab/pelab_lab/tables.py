@@ -298,9 +298,23 @@ def evaluate(name, t, stem, spec):
                   f"seeds; per layer and head in `{stem.split('/')[-1]}_attn.csv`.", "",
                   _md(["pe", "n"] + [f"sink at {L}" for L in lengths] + [f"at ≥ {D}, at {lengths[-1]}" for D in dists],
                       arows)]
-    figures.context_use(evals, f"{name}: trained at {lengths[0]}, evaluated at {lengths[-1]} "
-                        f"({evals['seed'].nunique()} seeds)", stem, lengths[-1], W, labels)
-    parts += ["", f"![context use]({stem.split('/')[-1]}.png)"]
+    probes = sorted((c for c in evals if c.startswith("probe_r2_")), key=lambda c: int(c.rsplit("_", 1)[1]))
+    if probes and evals[probes].notna().any().any():
+        prow = []
+        for lab in labels:
+            g = evals[(evals["label"] == lab) & (evals["eval_ctx"] == lengths[0])]
+            prow.append([lab, g["seed"].nunique()] + [stats.mean_ci(g[c]).fmt(3) for c in probes])
+        parts += ["", f"Position probe (`--probe-positions`) at {lengths[0]}: a linear least-squares probe of each "
+                  "token's index in its window from the input (token embedding plus any absolute encoding) and from "
+                  "each block's output, fitted on the even validation windows and scored on the odd ones: held-out "
+                  "R² (1: the position is read exactly; 0: no better than the mean position; it can be below 0), "
+                  "mean ± 95% interval over seeds. What the tokens themselves say about their place shows at the "
+                  "input.", "",
+                  _md(["pe", "n", "input"] + [f"block {c.rsplit('_', 1)[1]}" for c in probes[1:]], prow)]
+    evals[["label", "seed", "eval_ctx"] + probes].to_csv(f"{stem}_probe.csv", index=False)
+    figures.evaluations(evals, f"{name}: {spec.get('from')}'s checkpoints, trained at {lengths[0]} "
+                        f"({evals['seed'].nunique()} seeds)", stem, lengths[-1], W, labels, probes)
+    parts += ["", f"![{name}]({stem.split('/')[-1]}.png)"]
     return "\n".join(parts)
 
 
@@ -317,4 +331,5 @@ def outputs(kind, stem):
             "finetune": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "sweep": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
-            "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_baselines.csv"] + figs(stem)}[kind]
+            "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_probe.csv", f"{stem}_baselines.csv"]
+            + figs(stem)}[kind]

@@ -102,7 +102,7 @@ class Plan(unittest.TestCase):
         self.assertEqual((r.read_flag, r.reads_ckpt), ("--load", "runs/ext/rope/2.ck"))
         self.assertIn("--eval-window", r.options)
         self.assertIn("--attn-stats", r.options)
-        for bad, msg in (({"from": "nope"}, "length experiment"), ({"seeds": [4]}, "not trained by ext"),
+        for bad, msg in (({"from": "nope"}, "length or order experiment"), ({"seeds": [4]}, "not trained by ext"),
                          ({"encodings": ["xpos"]}, "does not train"), ({"eval_ctx": 16}, "eval_ctx must be")):
             with self.assertRaisesRegex(plan.ConfigError, msg):
                 plan.plan(cfg(use={**use, **bad}, ext=ext), LIST_PE)
