@@ -297,3 +297,32 @@ def evaluations(evals, title, stem, long_ctx, window, labels, probes):
             ax.set_title("does the model know where a token is?", fontsize=9)
     fig.suptitle(title, fontsize=10)
     return save(fig, stem)
+
+
+def rope_decay(frame, sizes, bases, title, stem, train_ctx=None):
+    """RoFormer's bound against relative distance: a panel per head size, a
+    line per base (log distance axis)."""
+    fig, axes = plt.subplots(1, len(sizes), figsize=(6 * len(sizes), 4.2), squeeze=False, sharey=False)
+    for ax, hs in zip(axes[0], sizes):
+        for i, b in enumerate(bases):
+            g = frame[(frame["head_size"] == hs) & (frame["base"] == b) & (frame["distance"] > 0)]
+            r, v = g["distance"].to_numpy(), g["bound"].to_numpy()
+            c = np.concatenate([[0.0], np.cumsum(v)])
+            # its mean over distances within a factor 1.25 either side: the trend under the oscillation
+            lo = np.searchsorted(r, r / 1.25, side="left")
+            hi = np.searchsorted(r, r * 1.25, side="right")
+            colour = _METHOD[i % len(_METHOD)]
+            ax.plot(r, v, color=colour, linewidth=0.4, alpha=0.25)
+            ax.plot(r, (c[hi] - c[lo]) / (hi - lo), color=colour, linewidth=1.8, label=f"base {b:g}")
+        if train_ctx:
+            ax.axvline(train_ctx, color="grey", linewidth=0.8, linestyle=":", label=f"training length ({train_ctx})")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_ylim(0, None)
+        ax.set_xlabel("relative distance r (tokens)")
+        ax.set_ylabel("(1/(hd/2)) Σ_j |S_j(r)|\n(thick: mean over r/1.25 … 1.25 r; thin: each r)")
+        ax.set_title(f"head size {hs} ({hs // 2} frequencies)", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)

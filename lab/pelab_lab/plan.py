@@ -291,8 +291,22 @@ def _evaluate(name, spec, reg, seeds, args, planned, config):
             for arm, r in trained.items() if r.meta["pe"] in names for s in seeds]
 
 
+def _rope_decay(name, spec, reg, seeds, args):
+    """RoFormer's bound, from the formula: no runs."""
+    where = f"experiment {name}"
+    for key in ("head_sizes", "bases"):
+        v = spec.get(key)
+        if not isinstance(v, list) or not v or not all(isinstance(x, (int, float)) and x > 0 for x in v):
+            raise ConfigError(f"{where}: '{key}' must be a list of positive numbers, not {v!r}")
+    if any(int(h) % 2 for h in spec["head_sizes"]):
+        raise ConfigError(f"{where}: head sizes must be even (RoPE rotates pairs)")
+    _need(spec, "longest", where)
+    return []
+
+
 KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
-         "sweep": _sweep, "tasks": _tasks, "evaluate": _evaluate}
+         "sweep": _sweep, "tasks": _tasks, "evaluate": _evaluate,
+         "rope_decay": _rope_decay}
 
 
 def cpu_has(flag):

@@ -16,6 +16,7 @@ from .runs import tidy
 
 TITLES = {"order": "Order: steps until the order task is solved, over seeds",
           "encodings": "Every encoding with the defaults",
+          "rope_decay": "RoPE's long-term decay, from its formula",
           "evaluate": "Context use: the same checkpoints with the context cut to a window, and where attention goes",
           "length": "Extrapolation: trained short, perplexity at longer contexts",
           "finetune": "RoPE context extension with fine-tuning",
@@ -59,6 +60,12 @@ def experiment_table(plan, stem):
             df["data_path"] = df["data"]   # the file the run read (baselines.py reads it again)
             df["data"] = df["data"].replace(plan.get("corpus") or {})
     body = tables.BUILDERS[spec["kind"]](name, t, stem, spec)
+    if not runs:   # computed from a formula
+        head = [f"# {TITLES[spec['kind']]} ({name})", "",
+                f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`) — "
+                f"{datetime.date.today().isoformat()}; computed by `lab/pelab_lab/decay.py`, no runs.", ""]
+        Path(f"{stem}.md").write_text("\n".join(head) + body + "\n")
+        return
     secs = t["runs"]["train_seconds"].sum()
     arms = {r["labels"]["arm"] for r in runs}
     seeds = {r["labels"]["seed"] for r in runs}

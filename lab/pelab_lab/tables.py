@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import figures, stats
+from . import decay, figures, stats
 from .baselines import byte_baselines
 from .runs import SOLVED
 
@@ -318,8 +318,35 @@ def evaluate(name, t, stem, spec):
     return "\n".join(parts)
 
 
+def rope_decay(name, t, stem, spec):
+    """RoFormer's bound against distance for each head size and base: from
+    the formula, no runs (decay.py)."""
+    sizes, bases, longest = spec.get("head_sizes", [16, 64]), spec.get("bases", [10000]), int(spec.get("longest", 4096))
+    rs = np.arange(0, longest + 1)
+    frame = pd.DataFrame([{"head_size": hs, "base": b, "distance": int(r), "bound": v}
+                          for hs in sizes for b in bases for r, v in zip(rs, decay.rope_bound(hs, b, rs))])
+    frame[frame["distance"].isin(decay.distances(longest))].to_csv(f"{stem}.csv", index=False)
+    # the bound oscillates with r: its mean over each band of distances shows the trend
+    bands = [(1, 16)] + [(a + 1, 4 * a) for a in (16, 64, 256, 1024, 4096, 16384) if 4 * a <= longest]
+    rows = []
+    for hs in sizes:
+        for b in bases:
+            g = frame[(frame["head_size"] == hs) & (frame["base"] == b)].set_index("distance")["bound"]
+            rows.append([hs, f"{b:g}", f"{g.loc[0]:.2f}"] + [f"{g.loc[lo:hi].mean():.2f}" for lo, hi in bands])
+    figures.rope_decay(frame[frame["distance"] > 0], sizes, bases, "RoPE's long-term decay (RoFormer §3.4.3): the "
+                       "bound's mean against relative distance", stem, spec.get("train_ctx"))
+    return "\n".join([
+        "No runs: RoFormer's bound (Su et al. 2021, §3.4.3, their Figure 2) on the size of a RoPE head's score, "
+        "(1/(hd/2)) Σ_{j=1}^{hd/2} |S_j(r)| with S_j(r) = Σ_{k<j} e^{i r θ_k} and θ_k = base^(−2k/hd), at relative "
+        "distance r, for each head size hd and base of `--rope-base` in pelab's sweep: (hd/2 + 1)/2 at r = 0, and "
+        "the score's size at r is at most hd/2 · max|h_{i+1} − h_i| times it. It oscillates with r, so the table "
+        "gives its mean over bands of distances.", "",
+        _md(["head size", "base", "r = 0"] + [f"r {lo}–{hi}" for lo, hi in bands], rows), "",
+        f"![rope decay]({stem.split('/')[-1]}.png)"])
+
+
 BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks,
-            "evaluate": evaluate}
+            "evaluate": evaluate, "rope_decay": rope_decay}
 
 
 def outputs(kind, stem):
@@ -331,5 +358,6 @@ def outputs(kind, stem):
             "finetune": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "sweep": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
+            "rope_decay": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
             "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_probe.csv", f"{stem}_baselines.csv"]
             + figs(stem)}[kind]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 
-from pelab_lab import cli, plan, stats
+from pelab_lab import cli, decay, plan, stats
 from pelab_lab.runs import tidy
 
 LIST_PE = """none               none      no position information (NoPE)
@@ -106,6 +106,14 @@ class Plan(unittest.TestCase):
                          ({"encodings": ["xpos"]}, "does not train"), ({"eval_ctx": 16}, "eval_ctx must be")):
             with self.assertRaisesRegex(plan.ConfigError, msg):
                 plan.plan(cfg(use={**use, **bad}, ext=ext), LIST_PE)
+
+    def test_rope_decay_has_no_runs_and_checks_its_head_sizes(self):
+        spec = {"kind": "rope_decay", "head_sizes": [16, 64], "bases": [100, 10000], "longest": 256}
+        self.assertEqual(plan.plan(cfg(d=spec), LIST_PE)["d"], [])
+        with self.assertRaisesRegex(plan.ConfigError, "even"):
+            plan.plan(cfg(d={**spec, "head_sizes": [15]}), LIST_PE)
+        with self.assertRaisesRegex(plan.ConfigError, "bases"):
+            plan.plan(cfg(d={**spec, "bases": []}), LIST_PE)
 
     def test_slug(self):
         self.assertEqual(plan.slug("fine-tuned (ntk)"), "fine-tuned.ntk")
@@ -372,3 +380,14 @@ class Compare(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Decay(unittest.TestCase):
+    def test_roformer_bound_by_hand(self):
+        # r = 0: every |S_j| = j, the mean over j = 1 … hd/2 is (hd/2 + 1)/2
+        self.assertAlmostEqual(decay.rope_bound(16, 10000, [0])[0], 4.5)
+        # hd 4, base 1: θ = (1, 1); at r = π, S_1 = −1, S_2 = −2: (1 + 2)/2
+        self.assertAlmostEqual(decay.rope_bound(4, 1.0, [math.pi])[0], 1.5)
+        # hd 4, base 100: θ = (1, 0.1); at r = 10, S_2 = e^{10i} + e^{i}
+        want = (1 + abs(complex(math.cos(10), math.sin(10)) + complex(math.cos(1), math.sin(1)))) / 2
+        self.assertAlmostEqual(decay.rope_bound(4, 100, [10])[0], want)
