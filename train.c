@@ -304,6 +304,14 @@ static void resolve_task(options *o, run_t *r, int from) {
     if (!data_has(&r->d, CORPUS_TASKS)) return;
     char err[512];
     if (!data_task_sizes(&r->d, o->task_len, o->test_len, err, sizeof err)) die_usage("%s", err);
+    if (o->task_ignore) {
+        char *end;
+        double p = strtod(o->task_ignore, &end);
+        if (end == o->task_ignore || *end || !isfinite(p))
+            die_usage("--task-ignore '%s': expected a probability, e.g. 0.8", o->task_ignore);
+        if (!task_check_ignore(r->d.task, p, err, sizeof err)) die_usage("%s", err);
+        r->d.task_ignore = (float)p;
+    }
     if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len(r->d.task, r->d.train_len.hi);
 }
 

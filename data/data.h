@@ -53,6 +53,7 @@ typedef struct {
     uint32_t crc;       // CRC-32 of the bytes: the corpus's identity in checkpoints
     // task
     int task;
+    float task_ignore;  // --task-ignore: the density of flipflop/selective-copy, or -1: the task's own
     task_range train_len, tests[TASK_MAX_TESTS];
     int n_tests;
     // cats

@@ -13,21 +13,33 @@
 //   selective-copy  3*1**4|314.       the n digits among n noise tokens, in order
 //   flipflop        w1i0r1w0i1r0      n instructions: write, ignore or read a bit;
 //                                     a read's bit is the last written one
+//   parity          0110|0.           whether the number of 1s among n bits is odd
+//   even-pairs      0110|1.           whether the pairs 01 and 10 among n bits are
+//                                     even in number (1: yes; the same as first = last)
+//   passkey         **w31415***?|31415.   a 5-digit key after 'w', somewhere in n
+//                                     filler tokens; asked for at the end
+// --task-ignore P (task_make's ignore) sets the density: flipflop's
+// probability of an ignore instruction (writes and reads share the rest
+// equally), selective-copy's share of noise among its 2n tokens (at least
+// 0.5, so an instance never outgrows task_len).
 #include "tasks.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "corpus.h"
 
-enum { T_COPY, T_REVERSE, T_SORT, T_ADDITION, T_COUNT, T_SELECTIVE, T_FLIPFLOP, T_N };
-static const char *const names[T_N] = {"copy", "reverse", "sort", "addition", "count", "selective-copy", "flipflop"};
+enum { T_COPY, T_REVERSE, T_SORT, T_ADDITION, T_COUNT, T_SELECTIVE, T_FLIPFLOP, T_PARITY, T_EVEN_PAIRS, T_PASSKEY, T_N };
+static const char *const names[T_N] = {"copy", "reverse", "sort", "addition", "count", "selective-copy", "flipflop",
+                                       "parity", "even-pairs", "passkey"};
 static const char chars[TT_VOCAB + 1] = "_#|.0123456789+?*wir";
 
 enum { COUNT_ITEMS = 4 };          // count draws its items from the digits 0..3
 #define FLIP_WRITE 0.1f            // flipflop: P(write) = P(read) = 0.1, P(ignore) = 0.8
 #define FLIP_READ 0.1f             //   (Liu et al. 2023's sparse setting)
+enum { PASSKEY_DIGITS = 5 };
 
 int task_find(const char *name) {
     for (int i = 0; i < T_N; i++)
@@ -37,7 +49,25 @@ int task_find(const char *name) {
 
 const char *task_name(int task) { return task >= 0 && task < T_N ? names[task] : "?"; }
 
-const char *task_names(void) { return "copy, reverse, sort, addition, count, selective-copy, flipflop"; }
+const char *task_names(void) {
+    return "copy, reverse, sort, addition, count, selective-copy, flipflop, parity, even-pairs, passkey";
+}
+
+int task_takes_ignore(int task) { return task == T_FLIPFLOP || task == T_SELECTIVE; }
+
+int task_check_ignore(int task, double p, char *err, size_t errlen) {
+    if (task == T_FLIPFLOP && p >= 0 && p < 1) return 1;
+    if (task == T_SELECTIVE && p >= 0.5 && p < 1) return 1;
+    if (!task_takes_ignore(task))
+        snprintf(err, errlen, "--task-ignore sets the density of flipflop and selective-copy; task %s has no "
+                 "ignored tokens", task_name(task));
+    else
+        snprintf(err, errlen, "--task-ignore %g: %s", p, task == T_FLIPFLOP
+                 ? "flipflop's probability of an ignore instruction is at least 0 and below 1"
+                 : "selective-copy's share of noise tokens is at least 0.5 (an instance keeps its n digits' room) and "
+                   "below 1");
+    return 0;
+}
 
 static int decimal_digits(int v) {
     int d = 1;
@@ -51,6 +81,9 @@ int task_len(int task, int n) {
     case T_COUNT: return n + 3 + decimal_digits(n) + 1;
     case T_SELECTIVE: return 3 * n + 2;
     case T_FLIPFLOP: return 2 * (n < 2 ? 2 : n);
+    case T_PARITY:
+    case T_EVEN_PAIRS: return n + 3;
+    case T_PASSKEY: return n + 2 * PASSKEY_DIGITS + 4;
     default: return 2 * n + 2;
     }
 }
@@ -72,7 +105,7 @@ static int answer_from(int *tokens, unsigned char *answer, int q, const int *ans
     return q + na;
 }
 
-int task_make(int task, int n, rng_t *rng, int *tokens, unsigned char *answer) {
+int task_make(int task, int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
     memset(answer, 0, (size_t)task_len(task, n));
     int len = 0, ans[2 * TASK_MAX_SIZE + 8], na = 0;
     switch (task) {
@@ -111,9 +144,15 @@ int task_make(int task, int n, rng_t *rng, int *tokens, unsigned char *answer) {
         return answer_from(tokens, answer, len, ans, na);
     }
     case T_SELECTIVE: {
-        // n digits and n noise tokens in a uniformly random arrangement
+        // n digits and n noise tokens (--task-ignore P: 2n(1-P) digits, at
+        // least one) in a uniformly random arrangement
+        int k = n;
+        if (ignore >= 0) {
+            k = (int)lrint(2.0 * n * (1.0 - ignore));
+            k = k < 1 ? 1 : k > n ? n : k;
+        }
         unsigned char is_digit[2 * TASK_MAX_SIZE];
-        for (int i = 0; i < 2 * n; i++) is_digit[i] = i < n;
+        for (int i = 0; i < 2 * n; i++) is_digit[i] = i < k;
         for (int i = 2 * n - 1; i > 0; i--) {
             int j = (int)rng_below(rng, (uint32_t)i + 1);
             unsigned char t = is_digit[i];
@@ -130,15 +169,40 @@ int task_make(int task, int n, rng_t *rng, int *tokens, unsigned char *answer) {
     case T_FLIPFLOP: {
         if (n < 2) n = 2;  // a write and a read at least
         int last = 0;
+        float pw = FLIP_WRITE, pr = FLIP_READ;
+        if (ignore >= 0) pw = pr = (1.0f - ignore) / 2;
         for (int i = 0; i < n; i++) {
             float u = rng_uniform(rng);
-            int op = i == 0 ? TT_WRITE : i == n - 1 ? TT_READ : u < FLIP_WRITE ? TT_WRITE : u < FLIP_WRITE + FLIP_READ ? TT_READ : TT_IGNORE;
+            int op = i == 0 ? TT_WRITE : i == n - 1 ? TT_READ : u < pw ? TT_WRITE : u < pw + pr ? TT_READ : TT_IGNORE;
             int bit = digit(rng, 2);
             if (op == TT_WRITE) last = bit;
             if (op == TT_READ) bit = last, answer[len + 1] = 1;
             tokens[len++] = op, tokens[len++] = bit;
         }
         return len;
+    }
+    case T_PARITY:
+    case T_EVEN_PAIRS: {  // Delétang et al. 2023's parity check and even pairs, over the bits 0 and 1
+        int ones = 0, changes = 0;
+        for (int i = 0; i < n; i++) {
+            tokens[len++] = digit(rng, 2);
+            ones += tokens[i] == TT_DIGIT0 + 1;
+            changes += i > 0 && tokens[i] != tokens[i - 1];
+        }
+        tokens[len++] = TT_SEP;
+        ans[na++] = TT_DIGIT0 + (task == T_PARITY ? ones % 2 : changes % 2 == 0);
+        ans[na++] = TT_END;
+        return answer_from(tokens, answer, len, ans, na);
+    }
+    case T_PASSKEY: {  // Mohtashami & Jaggi 2023: a key hidden in filler, asked for at the end
+        int at = (int)rng_below(rng, (uint32_t)n + 1);  // filler tokens before the key
+        for (int i = 0; i < at; i++) tokens[len++] = TT_NOISE;
+        tokens[len++] = TT_WRITE;
+        for (int i = 0; i < PASSKEY_DIGITS; i++) tokens[len++] = ans[na++] = digit(rng, 10);
+        for (int i = at; i < n; i++) tokens[len++] = TT_NOISE;
+        tokens[len++] = TT_QUERY, tokens[len++] = TT_SEP;
+        ans[na++] = TT_END;
+        return answer_from(tokens, answer, len, ans, na);
     }
     }
     return 0;
@@ -215,7 +279,7 @@ void data_task_row(const data_t *d, rng_t *rng, task_range r, int T, int *tokens
     int inst[4 * TASK_MAX_SIZE + 8];
     unsigned char answer[4 * TASK_MAX_SIZE + 8];
     int n = r.lo + (int)rng_below(rng, (uint32_t)(r.hi - r.lo + 1));
-    int len = task_make(d->task, n, rng, inst, answer);
+    int len = task_make(d->task, n, rng, d->task_ignore, inst, answer);
     for (int t = 0; t < T; t++) {
         int in = t < len;
         tokens[t] = in ? inst[t] : TT_PAD;
@@ -249,6 +313,7 @@ static int task_vocab(int causal) {
 
 static int task_open(data_t *d, const char *spec, char *err, size_t errlen) {
     d->task = task_find(spec + 5);
+    d->task_ignore = -1;  // the task's own density
     d->mask_token = TT_MASK;
     return data_task_sizes(d, "1:16", NULL, err, errlen) ? 0 : EXIT_USAGE;
 }

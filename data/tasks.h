@@ -1,6 +1,6 @@
 // tasks.h — the length-generalisation tasks of README "Tasks" (--data
-// task:NAME): copy, reverse, addition, sort, count, selective-copy and
-// flipflop, generated from a random stream. An instance of size n is a row of
+// task:NAME): copy, reverse, addition, sort, count, selective-copy,
+// flipflop, parity, even-pairs and passkey, generated from a random stream. An instance of size n is a row of
 // tokens in which some are answer tokens: the loss and the score are on
 // those alone.
 #ifndef PELAB_TASKS_H
@@ -29,8 +29,13 @@ const char *task_names(void);         // "copy, reverse, …"
 // Tokens of the longest instance of size n.
 int task_len(int task, int n);
 // Writes an instance of size n; answer[t] = 1 marks the answer tokens.
-// Returns its length (at most task_len(task, n)).
-int task_make(int task, int n, rng_t *rng, int *tokens, unsigned char *answer);
+// Returns its length (at most task_len(task, n)). ignore: the density of
+// flipflop and selective-copy (--task-ignore), or negative for the task's own.
+int task_make(int task, int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer);
+// Whether the task has a density --task-ignore sets, and whether p is one
+// it takes (0 with a message otherwise).
+int task_takes_ignore(int task);
+int task_check_ignore(int task, double p, char *err, size_t errlen);
 char task_token_char(int token);      // '_', '#', '|', …
 int task_token_of_char(char c);       // -1 when c is not a task token
 // "A:B" into r (1 ≤ A ≤ B ≤ TASK_MAX_SIZE); 0 with a message otherwise.

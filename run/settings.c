@@ -70,10 +70,16 @@ const setting settings_schema[] = {
     {.name = "data", .key = "data", .type = SET_TEXT, O(data), .hi = CKPT_PATH_MAX - 1, .def = "cats", .section = SEC_DATA,
      .metavar = "SPEC",
      .help = "'cats' (built-in synthetic corpus), 'task:NAME' (a built-in task: copy, reverse, sort, addition, count, "
-             "selective-copy, flipflop), an llm.c token shard (GPT-2 tokens) or any other file (bytes)",
+             "selective-copy, flipflop, parity, even-pairs, passkey), an llm.c token shard (GPT-2 tokens) or any other file (bytes)",
      .refused = WITH_RESUME, .from_file = WITH_RESUME},
     {.key = "data_size", .type = SET_U64, S(data_size), .flags = SET_STATE},
     {.key = "data_crc32", .type = SET_U64, S(data_crc), .hi = 4294967295.0, .flags = SET_STATE},
+    {.name = "task-ignore", .key = "task_ignore", .type = SET_TEXT, O(task_ignore), .hi = 31,
+     .def_help = "the task's own: flipflop 0.8, selective-copy 0.5", .section = SEC_DATA, .metavar = "P",
+     .help = "task:flipflop: the probability of an ignore instruction; task:selective-copy: the share of noise tokens "
+             "(density; with --load, evaluate at another)",
+     .refused = WITH_RESUME, .from_file = WITH_LOAD | WITH_RESUME, .flags = SET_KEY_OPTIONAL,
+     .needs_corpus = CORPUS_TASKS, .needs_why = "needs --data task:flipflop or task:selective-copy"},
     // not stored: they shape this invocation only
     {.name = "task-len", .type = SET_TEXT, O(task_len), .def = "1:16", .section = SEC_DATA, .metavar = "A:B",
      .help = "task:NAME: training instances have sizes A..B (README \"Tasks\")", .refused = WITH_LOAD,
@@ -383,7 +389,12 @@ int settings_adopt(options *o, const options *file, unsigned mode, int processes
         case SET_REAL: *(float *)to = *(const float *)from; break;
         case SET_CHOICE: *(int *)to = *(const int *)from; break;
         case SET_TEXT: {
-            const char *kept = options_keep_text(o, *(const char *const *)from);
+            const char *text = *(const char *const *)from;
+            if (!text) {  // an optional key the file does not have: the setting's default
+                *(const char **)to = NULL;
+                break;
+            }
+            const char *kept = options_keep_text(o, text);
             if (!kept) {
                 snprintf(err, errlen, "its %s is too long", s->key);
                 return 0;

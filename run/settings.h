@@ -30,6 +30,7 @@ typedef struct {
     // data and model
     const char *data, *pe;
     const char *task_len, *test_len;  // --data task:NAME: sizes "A:B", "A:B,C:D…"
+    const char *task_ignore;          // --task-ignore P as given (NULL: the task's own density)
     long task_eval;
     int attn;  // index into "causal", "bidir"
     int attn_kernel;  // index into "blocks", "fused"

@@ -7,8 +7,9 @@
 #include "../eval/eval.h"
 #include "test.h"
 
-enum { N_TASKS = 7, PER_TASK = 1000 };
-static const char *const task_list[N_TASKS] = {"copy", "reverse", "sort", "addition", "count", "selective-copy", "flipflop"};
+enum { N_TASKS = 10, PER_TASK = 1000 };
+static const char *const task_list[N_TASKS] = {"copy", "reverse", "sort", "addition", "count", "selective-copy",
+                                               "flipflop", "parity", "even-pairs", "passkey"};
 
 // The instance as text, and its answer tokens as text in order.
 static void as_text(const int *tok, const unsigned char *ans, int len, char *text, char *answer) {
@@ -52,6 +53,13 @@ static void expected(const char *task, const char *text, char *out) {
         for (size_t i = 0; i < q; i++)
             if (text[i] != '*') out[k++] = text[i];
         out[k++] = '.', out[k] = 0;
+    } else if (!strcmp(task, "parity") || !strcmp(task, "even-pairs")) {
+        int ones = 0, pairs = 0;
+        for (size_t i = 0; i < q; i++) ones += text[i] == '1', pairs += i > 0 && text[i] != text[i - 1];
+        sprintf(out, "%d.", !strcmp(task, "parity") ? ones % 2 : pairs % 2 == 0);
+    } else if (!strcmp(task, "passkey")) {
+        const char *w = strchr(text, 'w');
+        sprintf(out, "%.5s.", w ? w + 1 : "");
     } else if (!strcmp(task, "flipflop")) {
         char last = '?';
         size_t k = 0;
@@ -76,7 +84,7 @@ static int test_generators_answer_right(void) {
         rng_t r = {1234 + (unsigned long long)k};
         for (int i = 0; i < PER_TASK && !bad; i++) {
             int n = 1 + i % 16;  // addition's numbers stay within 64 bits
-            int len = task_make(task, n, &r, tok, ans);
+            int len = task_make(task, n, &r, -1, tok, ans);
             as_text(tok, ans, len, text, got);
             expected(task_list[k], text, want);
             int flip = !strcmp(task_list[k], "flipflop");
@@ -90,6 +98,40 @@ static int test_generators_answer_right(void) {
         }
         fails += bad;
     }
+    return fails;
+}
+
+// --task-ignore: flipflop's instructions are ignores with about the given
+// probability, selective-copy keeps 2n(1 - P) digits, the answers stay
+// right, and the tasks without a density refuse it.
+static int test_task_density(void) {
+    int fails = 0;
+    static int tok[4 * TASK_MAX_SIZE];
+    static unsigned char ans[4 * TASK_MAX_SIZE];
+    static char text[4 * TASK_MAX_SIZE], got[4 * TASK_MAX_SIZE], want[4 * TASK_MAX_SIZE];
+    const struct { const char *task; float p; } cases[] = {{"flipflop", 0.98f}, {"flipflop", 0.1f}, {"selective-copy", 0.75f}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int task = task_find(cases[c].task), n = 40;
+        rng_t r = {99};
+        long ignored = 0, all = 0;
+        for (int i = 0; i < 200; i++) {
+            int len = task_make(task, n, &r, cases[c].p, tok, ans);
+            as_text(tok, ans, len, text, got);
+            expected(cases[c].task, text, want);
+            EXPECT(strcmp(got, want) == 0 && len <= task_len(task, n), "%s at %g: '%s' answers '%s', expected '%s'",
+                   cases[c].task, cases[c].p, text, got, want);
+            if (task == task_find("flipflop"))
+                for (int t = 2; t < len - 2; t += 2) ignored += text[t] == 'i', all++;
+            else
+                for (int t = 0; text[t] != '|'; t++) ignored += text[t] == '*', all++;
+        }
+        double share = (double)ignored / (double)all;
+        EXPECT(fabs(share - cases[c].p) < 0.02, "%s at %g: a share of %.3f ignored", cases[c].task, cases[c].p, share);
+    }
+    char err[256];
+    EXPECT(!task_check_ignore(task_find("copy"), 0.5, err, sizeof err) && strstr(err, "copy"), "copy took a density");
+    EXPECT(!task_check_ignore(task_find("selective-copy"), 0.3, err, sizeof err), "selective-copy took 0.3");
+    EXPECT(!task_check_ignore(task_find("flipflop"), 1.0, err, sizeof err), "flipflop took 1");
     return fails;
 }
 
@@ -149,6 +191,7 @@ static int test_exact_match_scoring(void) {
 
 const test_case task_tests[] = {
     {"task/generators_answer_right", test_generators_answer_right},
+    {"task/density", test_task_density},
     {"task/rows_sizes_and_seeds", test_task_rows_sizes_and_seeds},
     {"task/exact_match_scoring", test_exact_match_scoring},
 };
