@@ -323,14 +323,24 @@ static void resolve_task(options *o, run_t *r, int from) {
 #define CATS_EVAL_EVERY 100
 #define CATS_SOLVE_ACC 0.99f
 
+// On a task --until-solved is off unless given; given, it reads task_acc at
+// each --eval-every point (CATS_EVAL_EVERY unless given).
 static void resolve_until_solved(options *o, const run_t *r, int from) {
-    if (!data_has(&r->d, CORPUS_ORDER_PROBE) || o->load) return;  // nothing trains
-    if (!options_given(o, "until-solved")) o->until_solved = CATS_SOLVE_ACC;
-    if (!from && !options_given(o, "steps")) o->steps = CATS_STEP_CAP;
-    if (!options_given(o, "eval-every")) o->eval_every = CATS_EVAL_EVERY;
+    int cats = data_has(&r->d, CORPUS_ORDER_PROBE), task = data_has(&r->d, CORPUS_TASKS);
+    if (!cats && !task) {
+        if (options_given(o, "until-solved"))
+            die_usage("--until-solved reads the order probe (--data cats) or a task's accuracy at its training sizes "
+                      "(--data task:NAME), which --data %s has not; leave it out", o->data);
+        return;
+    }
+    if (o->load) return;  // nothing trains
+    if (task && !options_given(o, "until-solved")) return;
+    if (cats && !options_given(o, "until-solved")) o->until_solved = CATS_SOLVE_ACC;
+    if (cats && !from && !options_given(o, "steps")) o->steps = CATS_STEP_CAP;
+    if (!options_given(o, "eval-every") && o->until_solved > 0) o->eval_every = CATS_EVAL_EVERY;
     if (o->until_solved > 0 && !o->eval_every)
-        die_usage("--until-solved checks order_acc at each --eval-every point; give --eval-every N, or --until-solved 0 "
-                  "to train every step");
+        die_usage("--until-solved checks %s at each --eval-every point; give --eval-every N, or --until-solved 0 "
+                  "to train every step", cats ? "order_acc" : "task_acc");
 }
 
 // Tokens of validation scored for each point of the learning curve: enough
@@ -624,10 +634,12 @@ static void train(const options *o, run_t *r, train_report *tr) {
             printf("\n");
             fflush(stdout);
         }
-        if (curve_now && o->until_solved > 0 && tr->curve[tr->n_curve - 1].order_acc >= o->until_solved) {
+        const curve_point *last = curve_now ? &tr->curve[tr->n_curve - 1] : NULL;
+        double solve_acc = !last ? -1 : last->order_acc >= 0 ? last->order_acc : last->task_acc;
+        if (curve_now && o->until_solved > 0 && solve_acc >= o->until_solved) {
             tr->solved_step = step + 1;
-            printf("solved at step %ld: order_acc %.3f >= %g; training stops (--until-solved)\n", step + 1,
-                   tr->curve[tr->n_curve - 1].order_acc, o->until_solved);
+            printf("solved at step %ld: %s %.3f >= %g; training stops (--until-solved)\n", step + 1,
+                   last->order_acc >= 0 ? "order_acc" : "task_acc", solve_acc, o->until_solved);
             fflush(stdout);
             break;
         }
@@ -820,6 +832,12 @@ static void write_json(const char *path, const options *o, const model_t *m, con
             fprintf(f, ", \"cap\": %ld", o->steps);
         }
         fprintf(f, "}");
+    }
+    if (er->n_task && o->until_solved > 0 && !o->load) {  // as order's: the solve step, or null at the cap
+        fprintf(f, ", \"task_solve\": {\"until_solved\": %g, \"solved_step\": ", o->until_solved);
+        if (tr->solved_step) fprintf(f, "%ld", tr->solved_step);
+        else fprintf(f, "null");
+        fprintf(f, ", \"cap\": %ld}", o->steps);
     }
     if (er->n_task) {
         fprintf(f, ", \"task\": [");

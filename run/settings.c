@@ -92,10 +92,10 @@ const setting settings_schema[] = {
      .needs_why = "needs --data task:NAME (a built-in task)"},
     {.name = "until-solved", .type = SET_REAL, O(until_solved), .lo = 0, .hi = 1,
      .def_help = "0.99 on cats, 0 (off) otherwise", .section = SEC_TRAIN, .metavar = "ACC",
-     .help = "cats: stop at the first --eval-every point where order_acc reaches ACC (the solve step; --json records "
-             "it, or that the run reached --steps unsolved); 0: train every step",
-     .refused = WITH_LOAD, .needs_corpus = CORPUS_ORDER_PROBE,
-     .needs_why = "reads the order probe, which only --data cats has; leave it out for other data"},
+     .help = "cats: stop at the first --eval-every point where order_acc reaches ACC; task:NAME: where the accuracy "
+             "at the training sizes (task_acc) does (the solve step; --json records it, or that the run reached --steps "
+             "unsolved); 0: train every step",
+     .refused = WITH_LOAD},
     {.name = "threads", .type = SET_INT, O(threads), .lo = 1, .hi = 1024, .def_help = "all cores", .section = SEC_TRAIN,
      .metavar = "N", .help = "OpenMP threads (OpenBLAS is held to one: README \"Threads\")",
      .flags = SET_LOCAL},

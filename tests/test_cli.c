@@ -665,12 +665,29 @@ static int test_until_solved(void) {
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strstr(json, "solved_step") && strstr(json, "\"steps\": 10,"),
            "--until-solved 0 still records a solve: %.600s", json);
     const char *refused[][2] = {{SMALL " --steps 10 --eval-every 0", "--eval-every"},
-                                {SMALL " --steps 10 --data task:copy --until-solved 0.9", "only --data cats"}};
-    for (int i = 0; i < 2; i++) {
+                                {"--d-model 16 --layers 1 --heads 2 --quiet --steps 10 --data task:copy --until-solved 0.9 "
+                                 "--eval-every 0", "task_acc"},
+                                {SMALL " --steps 10 --data {T}/us-text.txt --until-solved 0.9", "--data cats"}};
+    write_file(tmp_path("us-text.txt"), "hello world, a text corpus", 26);
+    for (int i = 0; i < 3; i++) {
         s = run_train(refused[i][0]);
         EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, refused[i][1]), "'%s' not refused: %s",
                refused[i][0], err_buf);
     }
+    // on a task: off unless given; given, it stops where task_acc reaches it and records the step
+#define SMALL_TASK "--d-model 16 --layers 1 --heads 2 --batch 4 --quiet --threads 2"  // --ctx: the task's
+    // parity: once the model ends its answers, a guessed bit is right half the time
+    s = run_train(SMALL_TASK " --data task:parity --steps 400 --until-solved 0.4 --eval-every 20 --json {T}/ts.json");
+    slurp(tmp_path("ts.json"), json, sizeof json);
+    long tstep = 0, tcap = 0;
+    const char *ts = strstr(json, "\"task_solve\"");
+    if (ts) sscanf(ts, "\"task_solve\": {\"until_solved\": %*f, \"solved_step\": %ld, \"cap\": %ld", &tstep, &tcap);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && tstep > 0 && tstep % 20 == 0 && tstep < 400 && tcap == 400 &&
+           strstr(out_buf, "task_acc") && strstr(json, "\"train\": {\"steps\": "),
+           "a task run did not stop where task_acc reached 0.4 (step %ld, cap %ld): %.400s", tstep, tcap, json);
+    s = run_train(SMALL_TASK " --data task:copy --steps 10 --json {T}/ts.json");
+    slurp(tmp_path("ts.json"), json, sizeof json);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strstr(json, "task_solve"), "a task run solves by default: %.300s", json);
     return fails;
 }
 

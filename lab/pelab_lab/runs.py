@@ -48,11 +48,12 @@ def _num(d, *keys):
 
 
 def _time_to_solve(d, points):
-    """The order task as a time to event: solve_step (NaN when unsolved),
+    """The order task (or a task run's training sizes, --until-solved on a
+    task) as a time to event: solve_step (NaN when unsolved),
     solved, and solve_time (the solve step, or the step the run was censored
     at: its cap). From --until-solved's record when the run has one, else
     from the curve at SOLVED; all NaN for a run that measured no order."""
-    order = d.get("order") or {}
+    order = d.get("order") or d.get("task_solve") or {}   # a task run's --until-solved reads task_acc
     nan = {"solve_step": math.nan, "solved": math.nan, "solve_time": math.nan, "solve_at": math.nan}
     if "until_solved" in order:
         step, cap = _num(order, "solved_step"), _num(order, "cap")
