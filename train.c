@@ -337,7 +337,7 @@ static void resolve_until_solved(options *o, const run_t *r, int from) {
     if (task && !options_given(o, "until-solved")) return;
     if (cats && !options_given(o, "until-solved")) o->until_solved = CATS_SOLVE_ACC;
     if (cats && !from && !options_given(o, "steps")) o->steps = CATS_STEP_CAP;
-    if (!options_given(o, "eval-every") && o->until_solved > 0) o->eval_every = CATS_EVAL_EVERY;
+    if (!options_given(o, "eval-every") && (cats || o->until_solved > 0)) o->eval_every = CATS_EVAL_EVERY;
     if (o->until_solved > 0 && !o->eval_every)
         die_usage("--until-solved checks %s at each --eval-every point; give --eval-every N, or --until-solved 0 "
                   "to train every step", cats ? "order_acc" : "task_acc");
