@@ -252,17 +252,22 @@ def _tasks(name, spec, reg, seeds, args):
 
 
 def _evaluate(name, spec, reg, seeds, args, planned, config):
-    """Evaluations of the checkpoints another experiment (`from`, a length or
-    an order experiment) trains: the same seeds, so paired with its runs by
-    construction; `eval_ctx` lengths (an order experiment's: its training
-    length when not given), `window` (--eval-window) and args (e.g.
-    --attn-stats, --probe-positions)."""
+    """Evaluations of the checkpoints another experiment (`from`) trains: the
+    same seeds, so paired with its runs by construction. Kind evaluate reads
+    a length or an order experiment: `eval_ctx` lengths (an order
+    experiment's: its training length when not given), `window`
+    (--eval-window) and args (e.g. --attn-stats, --probe-positions). Kind
+    evaluate_tasks reads a tasks experiment (`tasks`: which of its tasks):
+    `task_eval` instances per size range, and `variants` ({name: options},
+    e.g. {sparse: --task-ignore 0.98}), each an arm 'TASK.PE.NAME' whose pe
+    column reads 'PE (NAME)'."""
     where = f"experiment {name}"
     src = spec.get("from")
     exps = config.get("experiments") or {}
     kind = (exps.get(src) or {}).get("kind") if isinstance(exps.get(src), dict) else None
-    if kind not in ("length", "order"):
-        raise ConfigError(f"{where}: 'from' must name a length or order experiment of the config, not {src!r}")
+    reads = ("tasks",) if spec["kind"] == "evaluate_tasks" else ("length", "order")
+    if kind not in reads:
+        raise ConfigError(f"{where}: 'from' must name a {' or '.join(reads)} experiment of the config, not {src!r}")
     trained = {r.arm: r for r in planned[src] if r.trains}
     from_seeds = sorted({r.seed for r in planned[src] if r.trains})
     seeds = from_seeds if "seeds" not in spec else seeds
@@ -274,6 +279,8 @@ def _evaluate(name, spec, reg, seeds, args, planned, config):
     absent = [pe for pe in names if not any(r.meta["pe"] == pe for r in trained.values())]
     if absent:
         raise ConfigError(f"{where}: {src} does not train {absent}")
+    if kind == "tasks":
+        return _evaluate_tasks(name, spec, seeds, args, src, trained, names)
     lengths = spec.get("eval_ctx")
     if lengths is None and kind == "order":
         opts = []   # the length the checkpoint was trained at, on its own corpus (cats)
@@ -291,6 +298,30 @@ def _evaluate(name, spec, reg, seeds, args, planned, config):
             for arm, r in trained.items() if r.meta["pe"] in names for s in seeds]
 
 
+def _evaluate_tasks(name, spec, seeds, args, src, trained, names):
+    where = f"experiment {name}"
+    tasks = spec.get("tasks") or list(dict.fromkeys(r.meta["task"] for r in trained.values()))
+    absent = [t for t in tasks if not any(r.meta["task"] == t for r in trained.values())]
+    if absent:
+        raise ConfigError(f"{where}: {src} does not train the task(s) {absent}")
+    variants = spec.get("variants") or {"plain": ""}
+    if not isinstance(variants, dict):
+        raise ConfigError(f"{where}: variants must map a name to ./train options, not {variants!r}")
+    n_eval = str(_need(spec, "task_eval", where))
+    runs = []
+    for arm, r in trained.items():
+        if r.meta["pe"] not in names or r.meta["task"] not in tasks:
+            continue
+        for v, vargs in variants.items():
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", str(v)):
+                raise ConfigError(f"{where}: variant name '{v}': letters, digits, _ and - only")
+            opts = ["--data", f"task:{r.meta['task']}", "--task-eval", n_eval] + _split_args(vargs, where) + args
+            for s in seeds:
+                runs.append(Run(name, f"{arm}.{v}", f"{r.label} ({v})", s, opts, reads=arm, reads_exp=src,
+                                read_flag="--load", meta={**r.meta, "pe": f"{r.meta['pe']} ({v})", "variant": v}))
+    return runs
+
+
 def _rope_decay(name, spec, reg, seeds, args):
     """RoFormer's bound, from the formula: no runs."""
     where = f"experiment {name}"
@@ -305,7 +336,7 @@ def _rope_decay(name, spec, reg, seeds, args):
 
 
 KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
-         "sweep": _sweep, "tasks": _tasks, "evaluate": _evaluate,
+         "sweep": _sweep, "tasks": _tasks, "evaluate": _evaluate, "evaluate_tasks": _evaluate,
          "rope_decay": _rope_decay}
 
 
@@ -360,7 +391,7 @@ def plan(config, list_pe_text):
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ConfigError(f"threads must be a positive integer, not {threads!r}")
     # an evaluate experiment reads the runs of another: plan those first
-    for name, spec in sorted(exps.items(), key=lambda kv: isinstance(kv[1], dict) and kv[1].get("kind") == "evaluate"):
+    for name, spec in sorted(exps.items(), key=lambda kv: isinstance(kv[1], dict) and kv[1].get("kind") in ("evaluate", "evaluate_tasks")):
         if not re.fullmatch(r"[A-Za-z0-9_-]+", str(name)):
             raise ConfigError(f"experiment name '{name}': letters, digits, _ and - only")
         if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
@@ -370,7 +401,7 @@ def plan(config, list_pe_text):
         for a in args:
             if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume"):
                 raise ConfigError(f"experiment {name}: args may not set {a}; the workflow sets it per run")
-        if spec["kind"] == "evaluate":
+        if spec["kind"] in ("evaluate", "evaluate_tasks"):
             runs = _evaluate(name, spec, reg, seeds, args, out, config)
         else:
             runs = KINDS[spec["kind"]](name, spec, reg, seeds, args)

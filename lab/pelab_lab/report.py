@@ -17,6 +17,7 @@ from .runs import tidy
 TITLES = {"order": "Order: steps until the order task is solved, over seeds",
           "encodings": "Every encoding with the defaults",
           "rope_decay": "RoPE's long-term decay, from its formula",
+          "evaluate_tasks": "Tasks again: the same checkpoints evaluated another way",
           "evaluate": "Context use: the same checkpoints with the context cut to a window, and where attention goes",
           "length": "Extrapolation: trained short, perplexity at longer contexts",
           "finetune": "RoPE context extension with fine-tuning",

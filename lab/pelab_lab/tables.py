@@ -346,7 +346,7 @@ def rope_decay(name, t, stem, spec):
 
 
 BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks,
-            "evaluate": evaluate, "rope_decay": rope_decay}
+            "evaluate": evaluate, "evaluate_tasks": tasks, "rope_decay": rope_decay}
 
 
 def outputs(kind, stem):
@@ -359,5 +359,6 @@ def outputs(kind, stem):
             "sweep": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "rope_decay": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
+            "evaluate_tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_probe.csv", f"{stem}_baselines.csv"]
             + figs(stem)}[kind]

@@ -107,6 +107,23 @@ class Plan(unittest.TestCase):
             with self.assertRaisesRegex(plan.ConfigError, msg):
                 plan.plan(cfg(use={**use, **bad}, ext=ext), LIST_PE)
 
+    def test_evaluate_tasks_reads_the_task_checkpoints_with_each_variant(self):
+        tasks = {"kind": "tasks", "encodings": ["rope", "alibi"], "tasks": ["copy", "flipflop"], "seeds": "1-2",
+                 "steps": 10, "task_eval": 20}
+        dens = {"kind": "evaluate_tasks", "from": "t", "tasks": ["flipflop"], "task_eval": 50,
+                "variants": {"sparse": "--task-ignore 0.98", "dense": "--task-ignore 0.1"}}
+        runs = plan.plan(cfg(t=tasks, d=dens), LIST_PE)["d"]
+        self.assertEqual(len(runs), 2 * 2 * 2)   # encodings × variants × seeds
+        r = next(r for r in runs if r.arm == "flipflop.rope.sparse" and r.seed == 2)
+        self.assertEqual(r.reads_ckpt, "runs/t/flipflop.rope/2.ck")
+        self.assertEqual(r.meta["pe"], "rope (sparse)")
+        self.assertIn("--task-ignore", r.options)
+        self.assertEqual(r.options[:2], ["--data", "task:flipflop"])
+        with self.assertRaisesRegex(plan.ConfigError, "does not train the task"):
+            plan.plan(cfg(t=tasks, d={**dens, "tasks": ["sort"]}), LIST_PE)
+        with self.assertRaisesRegex(plan.ConfigError, "tasks experiment"):
+            plan.plan(cfg(t=tasks, d={**dens, "from": "x"}), LIST_PE)
+
     def test_rope_decay_has_no_runs_and_checks_its_head_sizes(self):
         spec = {"kind": "rope_decay", "head_sizes": [16, 64], "bases": [100, 10000], "longest": 256}
         self.assertEqual(plan.plan(cfg(d=spec), LIST_PE)["d"], [])
