@@ -243,9 +243,20 @@ def evaluate(name, t, stem, spec):
     lengths = sorted(evals["eval_ctx"].unique())
     base, base_note = _baselines(evals, lengths, stem)
     W = spec.get("window")
-    cols = ["label", "pe", "seed", "eval_ctx", "loss", "ppl", "window", "window_loss", "window_ppl", "sink",
-            "far_16", "far_64", "far_256", "collapsed"]
-    evals[[c for c in cols if c in evals]].to_csv(f"{stem}.csv", index=False)
+    probes = sorted((c for c in evals if c.startswith("probe_r2_")), key=lambda c: int(c.rsplit("_", 1)[1]))
+    # long form: a row per run, length and context (full, or the window), so
+    # that the ledger selects either side by its columns
+    cols = ["label", "pe"] + [c for c in ("attn",) if c in evals] + ["seed", "eval_ctx", "context", "loss", "ppl",
+            "collapsed", "sink", "far_16", "far_64", "far_256"] + probes
+    full = evals.assign(context="full")
+    rows = [full]
+    if W and evals["window_loss"].notna().any():
+        win = evals[evals["window_loss"].notna()].assign(context=f"window {W}", loss=lambda d: d["window_loss"],
+                                                         ppl=lambda d: d["window_ppl"])
+        win[["sink", "far_16", "far_64", "far_256"] + probes] = math.nan
+        rows.append(win)
+    long = pd.concat(rows, ignore_index=True)
+    long[[c for c in cols if c in long]].to_csv(f"{stem}.csv", index=False)
     acols = ["label", "seed", "eval_ctx", "layer", "head", "sink", "far_16", "far_64", "far_256"]
     (attn[acols] if len(attn) else pd.DataFrame(columns=acols)).to_csv(f"{stem}_attn.csv", index=False)
     labels = _ordered(evals, "label")
@@ -298,7 +309,6 @@ def evaluate(name, t, stem, spec):
                   f"seeds; per layer and head in `{stem.split('/')[-1]}_attn.csv`.", "",
                   _md(["pe", "n"] + [f"sink at {L}" for L in lengths] + [f"at ≥ {D}, at {lengths[-1]}" for D in dists],
                       arows)]
-    probes = sorted((c for c in evals if c.startswith("probe_r2_")), key=lambda c: int(c.rsplit("_", 1)[1]))
     if probes and evals[probes].notna().any().any():
         prow = []
         for lab in labels:
