@@ -198,6 +198,16 @@ def _length(name, spec, reg, seeds, args):
     return runs
 
 
+def _methods(spec, reg, where):
+    """A fine-tuning experiment's RoPE extensions: [(method, its ./train options)]."""
+    out = []
+    for m in spec.get("methods", ["none", "pi", "ntk", "yarn"]):
+        if m not in ["none"] + reg.rope_scales.get("rope", []):
+            raise ConfigError(f"{where}: unknown method '{m}' (none, {', '.join(reg.rope_scales.get('rope', []))})")
+        out.append((m, [] if m == "none" else ["--rope-scale", m]))
+    return out
+
+
 def _finetune(name, spec, reg, seeds, args):
     where = f"experiment {name}"
     lengths = ",".join(str(x) for x in lengths_of(spec, where))
@@ -207,10 +217,7 @@ def _finetune(name, spec, reg, seeds, args):
     for s in seeds:
         runs.append(Run(name, "base", "base", s, ["--pe", "rope", "--ctx", str(spec["ctx"]), "--steps", str(_need(spec, "steps", where))]
                         + common + args, uses_text=True, meta={"pe": "rope", "method": "none", "stage": "base"}))
-    for m in spec.get("methods", ["none", "pi", "ntk", "yarn"]):
-        if m not in ["none"] + reg.rope_scales.get("rope", []):
-            raise ConfigError(f"{where}: unknown method '{m}' (none, {', '.join(reg.rope_scales.get('rope', []))})")
-        scale = [] if m == "none" else ["--rope-scale", m]
+    for m, scale in _methods(spec, reg, where):
         for s in seeds:
             if m != "none":
                 runs.append(Run(name, f"base-eval.{m}", f"base-eval ({m})", s, common + scale, reads="base", read_flag="--load",
@@ -219,6 +226,53 @@ def _finetune(name, spec, reg, seeds, args):
                             ["--ctx", str(_need(spec, "long", where)), "--steps", str(ft_steps), "--lr", str(_need(spec, "ft_lr", where, float)),
                              "--warmup", str(ft_steps // 10)] + scale + common, reads="base", read_flag="--init",
                             uses_text=True, meta={"pe": "rope", "method": m, "stage": "fine-tuned"}))
+    return runs
+
+
+def _task_size(spec, key, where):
+    """'A:B' -> B, checked."""
+    v = str(spec.get(key, ""))
+    m = re.fullmatch(r"(\d+):(\d+)", v)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ConfigError(f"{where}: '{key}' must be sizes A:B with 1 <= A <= B, not {spec.get(key)!r}")
+    return int(m.group(2))
+
+
+def _finetune_task(name, spec, reg, seeds, args):
+    """RoPE's context extension on a task (passkey retrieval): a base model
+    trained on `task_len` sizes; its checkpoint evaluated with each extension
+    (base-eval); and fine-tuned (--init) on `long_len` sizes for each of
+    `ft_steps` budgets with each method. Every run is scored on the same
+    `test_len` sizes, longer than both."""
+    where = f"experiment {name}"
+    task = spec.get("task", "passkey")
+    if task != "passkey":
+        raise ConfigError(f"{where}: finetune_task is made for task passkey (its length: n + 14 tokens)")
+    base_hi, long_hi = _task_size(spec, "task_len", where), _task_size(spec, "long_len", where)
+    test = str(spec.get("test_len", ""))
+    if not re.fullmatch(r"\d+:\d+(,\d+:\d+)*", test) or min(int(r.split(":")[0]) for r in test.split(",")) <= long_hi:
+        raise ConfigError(f"{where}: test_len must be ranges A:B,… of sizes above long_len's {long_hi}")
+    budgets = spec.get("ft_steps")
+    if not isinstance(budgets, list) or not budgets or not all(isinstance(b, int) and b > 0 for b in budgets):
+        raise ConfigError(f"{where}: ft_steps must be a list of positive step counts, not {budgets!r}")
+    common = ["--data", f"task:{task}", "--test-len", test, "--task-eval", str(_need(spec, "task_eval", where))]
+    runs = []
+    for s in seeds:
+        runs.append(Run(name, "base", "base", s, ["--pe", "rope", "--task-len", spec["task_len"], "--steps",
+                                                   str(_need(spec, "steps", where))] + common + args,
+                        meta={"pe": "base", "task": task, "method": "none", "stage": "base"}))
+    for m, scale in _methods(spec, reg, where):
+        for s in seeds:
+            if m != "none":
+                runs.append(Run(name, f"base-eval.{m}", f"base-eval ({m})", s, common + scale, reads="base",
+                                read_flag="--load", meta={"pe": f"base-eval ({m})", "task": task, "method": m,
+                                                          "stage": "base-eval"}))
+            for b in budgets:
+                runs.append(Run(name, f"fine-tuned-{b}.{m}", f"fine-tuned {b} ({m})", s,
+                                ["--task-len", spec["long_len"], "--ctx", str(long_hi + 14), "--steps", str(b),
+                                 "--lr", str(_need(spec, "ft_lr", where, float)), "--warmup", str(max(1, b // 10))]
+                                + scale + common, reads="base", read_flag="--init",
+                                meta={"pe": f"fine-tuned {b} ({m})", "task": task, "method": m, "stage": f"fine-tuned {b}"}))
     return runs
 
 
@@ -337,6 +391,7 @@ def _rope_decay(name, spec, reg, seeds, args):
 
 KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
          "sweep": _sweep, "tasks": _tasks, "evaluate": _evaluate, "evaluate_tasks": _evaluate,
+         "finetune_task": _finetune_task,
          "rope_decay": _rope_decay}
 
 

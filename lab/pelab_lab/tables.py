@@ -228,8 +228,10 @@ def tasks(name, t, stem, spec):
                 else:
                     cells.append("—")
             rows.append(cells)
-        rng = lambda tk: task[(task["task"] == tk) & (task["range"] == r)][["lo", "hi"]].iloc[0]
-        header = ["pe"] + [f"{tk} ({rng(tk)['lo']}–{rng(tk)['hi']})" for tk in names]
+        def rng(tk):   # the sizes of this range, or "each run's" where the runs differ (fine-tunes)
+            h = task[(task["task"] == tk) & (task["range"] == r)][["lo", "hi"]].drop_duplicates()
+            return f"{h.iloc[0]['lo']}–{h.iloc[0]['hi']}" if len(h) == 1 else "each run's training sizes"
+        header = ["pe"] + [f"{tk} ({rng(tk)})" for tk in names]
         parts += ["", f"## {title}", "", _md(header, rows)]
     base = stem.split("/")[-1]
     figures.task_heatmap(heat, pes, names, f"{name}: accuracy at 2× the training sizes", stem)
@@ -356,7 +358,7 @@ def rope_decay(name, t, stem, spec):
 
 
 BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks,
-            "evaluate": evaluate, "evaluate_tasks": tasks, "rope_decay": rope_decay}
+            "evaluate": evaluate, "evaluate_tasks": tasks, "finetune_task": tasks, "rope_decay": rope_decay}
 
 
 def outputs(kind, stem):
@@ -370,5 +372,6 @@ def outputs(kind, stem):
             "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "rope_decay": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
             "evaluate_tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
+            "finetune_task": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_probe.csv", f"{stem}_baselines.csv"]
             + figs(stem)}[kind]

@@ -124,6 +124,21 @@ class Plan(unittest.TestCase):
         with self.assertRaisesRegex(plan.ConfigError, "tasks experiment"):
             plan.plan(cfg(t=tasks, d={**dens, "from": "x"}), LIST_PE)
 
+    def test_passkey_finetunes_read_the_base_and_share_the_test_sizes(self):
+        spec = {"kind": "finetune_task", "task": "passkey", "seeds": [1], "task_len": "1:32", "steps": 5,
+                "long_len": "1:128", "ft_steps": [20, 200], "ft_lr": 1e-3, "test_len": "129:256", "task_eval": 10,
+                "methods": ["none", "pi"]}
+        runs = plan.plan(cfg(p=spec), LIST_PE)["p"]
+        arms = sorted(r.arm for r in runs)
+        self.assertEqual(arms, ["base", "base-eval.pi", "fine-tuned-20.none", "fine-tuned-20.pi", "fine-tuned-200.none",
+                                "fine-tuned-200.pi"])
+        ft = next(r for r in runs if r.arm == "fine-tuned-200.pi")
+        self.assertEqual((ft.reads, ft.read_flag), ("base", "--init"))
+        self.assertEqual(ft.options[ft.options.index("--ctx") + 1], "142")   # passkey: n + 14 tokens
+        self.assertTrue(all(r.options[r.options.index("--test-len") + 1] == "129:256" for r in runs))
+        with self.assertRaisesRegex(plan.ConfigError, "above long_len"):
+            plan.plan(cfg(p={**spec, "test_len": "100:200"}), LIST_PE)
+
     def test_rope_decay_has_no_runs_and_checks_its_head_sizes(self):
         spec = {"kind": "rope_decay", "head_sizes": [16, 64], "bases": [100, 10000], "longest": 256}
         self.assertEqual(plan.plan(cfg(d=spec), LIST_PE)["d"], [])
