@@ -181,10 +181,16 @@ def sweep_panels(runs_long, title, stem):
     return save(fig, stem)
 
 
-def task_heatmap(matrix, rows, cols, title, stem):
-    """Mean accuracy, encodings × tasks, with a colour bar; blank = refused."""
+def task_heatmap(matrix, rows, cols, title, stem, why=None):
+    """Mean accuracy, encodings × tasks, with a colour bar; a cell without a
+    number is grey and says why (why[i, j]: 'not learned' or 'refused')."""
     fig, ax = plt.subplots(figsize=(1.2 * len(cols) + 3.6, 0.32 * len(rows) + 1.8))
+    ax.set_facecolor("#d9d9d9")
     im = ax.imshow(np.ma.masked_invalid(matrix), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    if why is not None:
+        for (i, j), w in np.ndenumerate(why):
+            if w:
+                ax.text(j, i, w, ha="center", va="center", fontsize=5, color="#404040")
     ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
     for (i, j), v in np.ndenumerate(matrix):

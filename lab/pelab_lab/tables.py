@@ -205,6 +205,7 @@ def tasks(name, t, stem, spec):
              f"where that seed learned the training sizes (≥ {LEARNED}); (k/n) says how many of the n did, 'not "
              "learned' that none did at this budget."]
     heat = np.full((len(pes), len(names)), math.nan)
+    why = np.full((len(pes), len(names)), "", dtype=object)   # a blank cell's reason: not learned, or refused
     for r, title in ((0, "At the training sizes"), (1, "At 2× (the first test range)"), (2, "At 4× (the second test range)")):
         rows = []
         for i, pe in enumerate(pes):
@@ -216,6 +217,8 @@ def tasks(name, t, stem, spec):
                     h = h[h["learned"]]
                     if h.empty:
                         cells.append("not learned")
+                        if r == 1:
+                            why[i, j] = "not\nlearned"
                         continue
                 if h.empty:
                     cells.append("")
@@ -227,6 +230,8 @@ def tasks(name, t, stem, spec):
                         heat[i, j] = e.mean
                 else:
                     cells.append("—")
+                    if r == 1:
+                        why[i, j] = "refused"
             rows.append(cells)
         def rng(tk):   # the sizes of this range, or "each run's" where the runs differ (fine-tunes)
             h = task[(task["task"] == tk) & (task["range"] == r)][["lo", "hi"]].drop_duplicates()
@@ -234,7 +239,7 @@ def tasks(name, t, stem, spec):
         header = ["pe"] + [f"{tk} ({rng(tk)})" for tk in names]
         parts += ["", f"## {title}", "", _md(header, rows)]
     base = stem.split("/")[-1]
-    figures.task_heatmap(heat, pes, names, f"{name}: accuracy at 2× the training sizes", stem)
+    figures.task_heatmap(heat, pes, names, f"{name}: accuracy at 2× the training sizes", stem, why)
     figures.task_lengths(task, f"{name}: accuracy against instance size", f"{stem}_length", pes)
     parts += ["", f"![accuracy at 2×]({base}.png)", "", f"![accuracy against size]({base}_length.png)"]
     return "\n".join(parts)
