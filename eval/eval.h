@@ -7,6 +7,11 @@
 #include "../model/attn.h"
 #include "../model/model.h"
 
+// --rand-pos models see random positions at evaluation too (Ruoss et al.
+// 2023 evaluate that way): drawn from this fixed stream, so that every
+// evaluation of a model scores the same windows with the same positions.
+#define EVAL_POSITIONS_SEED 0x5EEDE7A1ULL
+
 typedef struct {
     int L;
     int ok;            // 0: refused, or failed (nonfinite), see err

@@ -126,7 +126,7 @@ int eval_probe_positions(model_t *m, const data_t *d, int L, size_t max_tokens, 
             if (b < nb) data_eval_row(d, L, w0 + b, tok + o, tgt + o, seg + o);
             else memcpy(tok + o, tok, sizeof(int) * L), memcpy(seg + o, seg, sizeof(int) * L);  // unread rows
         }
-        model_draw_positions(m, &a, 0x5EEDE7A1ULL, w0 + 1);
+        model_draw_positions(m, &a, EVAL_POSITIONS_SEED, w0 + 1);  // as eval_perplexity draws them
         model_forward(m, &a, tok, NULL, seg);
         for (int l = 0; l < NL; l++)
             for (int b = 0; b < nb; b++)
