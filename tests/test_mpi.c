@@ -2,7 +2,9 @@
 // ./train-mpi under mpirun: two processes with --batch 4 take the same steps
 // as one with --batch 8, twice the same bytes, a checkpoint of two processes
 // resumes in one, and one process dying ends the job with a non-zero status
-// and a loadable checkpoint. Skipped, with a message, without OpenMPI.
+// and a loadable checkpoint, and the evaluations sum over the processes.
+// Skipped, with a message, without OpenMPI. The dead-process test, last,
+// removes the folder.
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,41 @@ static int test_resume_other_process_count(void) {
     return fails;
 }
 
+// The lines of a run's output that report results ("eval …", "probe …",
+// "order_acc…"), in order: what another process count must print alike.
+static void results_of(const char *text, char *keep) {
+    size_t k = 0;
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (!strncmp(p, "eval ", 5) || !strncmp(p, "probe ", 6) || !strncmp(p, "order_acc", 9)) {
+            memcpy(keep + k, p, n + (p[n] == '\n'));
+            k += n + (p[n] == '\n');
+        }
+        p += n + (p[n] == '\n');
+    }
+    keep[k] = 0;
+}
+
+// The evaluations of issue 27 sum over the processes' windows: the sliding
+// window's loss, where attention goes and the position probe are the same
+// with two processes as with one (standard output, which prints them all).
+static int test_evaluations_split_over_processes(void) {
+    int fails = 0;
+    if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
+    int s = sh("./train " SHAPE "--steps 10 --save %s/ev.ck", dir);
+    EXPECT(s == 0, "training: exit %d (%s)", s, out);
+#define EVALS "--load %s/ev.ck --eval-ctx 32,128 --eval-window 16 --attn-stats --probe-positions --threads 1 --eval-tokens 2048"
+    static char one[sizeof out], two[sizeof out];
+    sh("./train " EVALS, dir);
+    results_of(out, one);
+    s = sh(MPIRUN "./train-mpi " EVALS, 2, dir);
+#undef EVALS
+    results_of(out, two);
+    EXPECT(s == 0 && strstr(one, "window=16") && strstr(one, "probe ctx=128") && strcmp(one, two) == 0,
+           "one process:\n%s\ntwo processes (exit %d):\n%s", one, s, two);
+    return fails;
+}
+
 static int test_dead_process_ends_the_job(void) {
     int fails = 0;
     if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
@@ -174,6 +211,7 @@ const test_case mpi_tests[] = {
     {"mpi/a_signal_to_one_process_stops_all", test_signal_to_one_process},
     {"mpi/two_processes_take_the_step_of_one", test_two_processes_one_step},
     {"mpi/resume_with_another_process_count", test_resume_other_process_count},
+    {"mpi/evaluations_split_over_processes", test_evaluations_split_over_processes},
     {"mpi/a_dead_process_ends_the_job", test_dead_process_ends_the_job},
 };
 const int n_mpi_tests = sizeof mpi_tests / sizeof mpi_tests[0];
