@@ -328,7 +328,7 @@ static void resolve_task(options *o, run_t *r, int from) {
 static void resolve_until_solved(options *o, const run_t *r, int from) {
     int cats = data_has(&r->d, CORPUS_ORDER_PROBE), task = data_has(&r->d, CORPUS_TASKS);
     if (!cats && !task) {
-        if (options_given(o, "until-solved"))
+        if (o->until_solved > 0)  // 0 says "train every step", which any data can
             die_usage("--until-solved reads the order probe (--data cats) or a task's accuracy at its training sizes "
                       "(--data task:NAME), which --data %s has not; leave it out", o->data);
         return;
