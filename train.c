@@ -302,8 +302,14 @@ static void check_same_corpus(const options *o, const run_t *r) {
 // instance when none is given; the task options are refused for other data.
 static void resolve_task(options *o, run_t *r, int from) {
     if (!data_has(&r->d, CORPUS_TASKS)) return;
-    char err[512];
-    if (!data_task_sizes(&r->d, o->task_len, o->test_len, err, sizeof err)) die_usage("%s", err);
+    char err[512], sizes[32];
+    const char *train = o->task_len;
+    task_range was;  // --load (which refuses --task-len): the sizes the checkpoint trained on, from its identity
+    if (o->load && r->st.data_known && data_task_sizes_of(&r->d, (uint32_t)r->st.data_crc, &was)) {
+        snprintf(sizes, sizeof sizes, "%d:%d", was.lo, was.hi);
+        train = sizes;
+    }
+    if (!data_task_sizes(&r->d, train, o->test_len, err, sizeof err)) die_usage("%s", err);
     if (o->task_ignore) {
         char *end;
         double p = strtod(o->task_ignore, &end);

@@ -696,6 +696,21 @@ static int test_until_solved(void) {
     return fails;
 }
 
+// --load of a task checkpoint evaluates at the sizes it trained on (from
+// the checkpoint; --task-len is refused with --load), and its default test
+// sizes follow from them, not from the default 1:16.
+static int test_load_task_keeps_training_sizes(void) {
+    int fails = 0;
+    int s = run_train("--d-model 16 --layers 1 --heads 2 --quiet --threads 2 --data task:copy --task-len 2:6 --steps 5 "
+                      "--task-eval 20 --save {T}/c26.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "training: %s", err_buf);
+    s = run_train("--load {T}/c26.ck --data task:copy --threads 2 --quiet --task-eval 20");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "task=copy len=2-6 ") &&
+           strstr(out_buf, "task=copy len=7-12 ") && strstr(out_buf, "task=copy len=13-24 "),
+           "--load evaluated at other sizes: %s%s", out_buf, err_buf);
+    return fails;
+}
+
 // --init: fine-tuning from a checkpoint's weights. With --steps 0 it is the
 // same model as --load; a fine-tuned model keeps its RoPE extension (--load
 // reproduces the run's own evaluation); what cannot change is refused.
@@ -1529,6 +1544,7 @@ const test_case cli_tests[] = {
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
     {"cli/until_solved", test_until_solved},
+    {"cli/load_task_keeps_training_sizes", test_load_task_keeps_training_sizes},
     {"cli/nonfinite_eval_fails", test_nonfinite_eval_fails},
     {"cli/replaced_files_keep_their_mode", test_replaced_files_keep_their_mode},
     {"cli/progress_warns_when_slow", test_progress_warns_when_slow},

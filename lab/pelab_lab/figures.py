@@ -3,6 +3,7 @@ per seed (so that a two-cluster result is seen as two clusters, not as a
 mean no seed has); fixed colours per encoding (style.py); labelled log axes;
 chance, baseline and training-length lines; PNG and SVG."""
 import math
+import textwrap
 
 import numpy as np
 from matplotlib.ticker import LogLocator, ScalarFormatter, NullFormatter
@@ -206,7 +207,9 @@ def task_lengths(task, title, stem, encodings):
     tasks = list(dict.fromkeys(task["task"]))
     ncol = min(4, len(tasks))
     nrow = math.ceil(len(tasks) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 3.2 * nrow), squeeze=False, sharey=True)
+    # wide enough for the title and a legend of many series even with one task
+    fig, axes = plt.subplots(nrow, ncol, figsize=(max(3.6 * ncol, 8.0), 3.2 * nrow + (1.0 if ncol == 1 else 0)),
+                             squeeze=False, sharey=True)
     for k, t in enumerate(tasks):
         ax = axes[k // ncol][k % ncol]
         g = task[(task["task"] == t) & task["acc"].notna()]
@@ -229,7 +232,7 @@ def task_lengths(task, title, stem, encodings):
         axes[k // ncol][k % ncol].axis("off")
     axes[0][0].set_ylabel("exact match (mean" + (", 95% band)" if len(encodings) <= 4 else " over seeds)"))
     axes[0][0].legend(fontsize=6, ncol=2)
-    fig.suptitle(title + " (dotted: largest training size)", fontsize=10)
+    fig.suptitle(textwrap.fill(title + " (dotted: largest training size)", 110), fontsize=10)
     return save(fig, stem)
 
 
