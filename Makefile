@@ -12,6 +12,15 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS += $(PKG_CFLAGS)
 LDLIBS += $(PKG_LIBS)
+# oneDNN (Debian's libdnnl-dev, no pkg-config file): a second matrix engine
+# (--gemm onednn; model/gemm.h) when its header is there; ONEDNN=0 builds
+# without it even then.
+ifneq ($(ONEDNN),0)
+ONEDNN_FLAGS = $(shell test -e /usr/include/oneapi/dnnl/dnnl.h && echo -DPELAB_ONEDNN)
+ONEDNN_LIBS = $(if $(ONEDNN_FLAGS),-ldnnl)
+CFLAGS += $(ONEDNN_FLAGS)
+LDLIBS += $(ONEDNN_LIBS)
+endif
 
 ifneq ($(NO_OMP),1)
 CFLAGS += -fopenmp

@@ -23,6 +23,7 @@
 #include "eval/eval.h"
 #include "eval/probe.h"
 #include "eval/viz.h"
+#include "model/gemm.h"
 #include "model/model.h"
 #include "run/ckpt.h"
 
@@ -164,6 +165,12 @@ static void start_process(options *o) {
     if (!o->threads) o->threads = 1;
 #endif
     startup_threads((int)o->threads);
+    // the matrix engine; "auto" becomes the engine it picked, for the header and --json
+    const char *const *engines = settings_find("gemm")->choices;
+    char err[256];
+    if (!gemm_use(engines[o->gemm], err, sizeof err)) die_usage("%s", err);
+    for (int i = 1; engines[i]; i++)
+        if (!strcmp(engines[i], gemm_name())) o->gemm = i;
     install_signal_handlers();
     atexit(run_release);
 }
@@ -995,9 +1002,9 @@ static void print_header(const options *o, const run_t *r) {
     const model_config *c = &r->m.cfg;
     printf("pelab %s: data=", PELAB_VERSION);
     put_printable(stdout, o->data);  // a path from a checkpoint: never raw to a terminal
-    printf(" pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld", c->pe,
-           c->causal ? "causal" : "bidir", c->ctx, c->d_model, c->layers, c->heads, model_num_params(&r->m), o->batch,
-           o->steps, o->threads);
+    printf(" pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld gemm=%s",
+           c->pe, c->causal ? "causal" : "bidir", c->ctx, c->d_model, c->layers, c->heads, model_num_params(&r->m),
+           o->batch, o->steps, o->threads, gemm_name());
     if (dist_size() > 1) printf(" processes=%d (global batch %ld)", dist_size(), o->batch * dist_size());
     printf("\n");
 }

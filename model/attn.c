@@ -5,13 +5,13 @@
 // Heads run in parallel (OpenMP); OpenBLAS itself is single-threaded.
 #include "attn.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "gemm.h"
 #include "ops.h"
 
 size_t attn_scratch_floats(int T, int chunk) { return 2 * (size_t)chunk * (size_t)T; }
@@ -169,7 +169,7 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                 int nq = T - i0 < d->chunk ? T - i0 : d->chunk;
                 int nk = d->causal ? i0 + nq : T;
                 float *S = att ? att + (((size_t)b * NH + h) * T + i0) * T : mine;  // (nq, T)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
+                gemm_sgemm(0, 1, nq, nk, hs, scale,
                             Q + (size_t)i0 * ld, ld, K, ld, 0.0f, S, T);
                 if (rel && rel->ops->score_forward)
                     rel->ops->score_forward(rel, d->params, d->layer, h, b, Q + (size_t)i0 * ld, K, ld,
@@ -178,7 +178,7 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                 if (d->stats)
                     for (int r = 0; r < nq; r++) row_stats(d->stats + (size_t)h * ATTN_NSTAT, S + (size_t)r * T, i0 + r, nk, d->causal);
                 float *Y = y + ((size_t)b * T + i0) * C + h * hs;  // (nq, hs), stride C
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,
+                gemm_sgemm(0, 0, nq, hs, nk, 1.0f,
                             S, T, V, ld, 0.0f, Y, C);
                 if (rel && rel->ops->value_forward)
                     rel->ops->value_forward(rel, d->params, d->layer, h, b, S, T, i0, nq, nk, Y, C, pos_b);
@@ -206,12 +206,12 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                 const float *P = att + (((size_t)b * NH + h) * T + i0) * T;  // (nq, T)
                 const float *dY = dy + ((size_t)b * T + i0) * C + h * hs;   // (nq, hs)
                 // forward: Y = P V (+ value term)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, 1.0f,
+                gemm_sgemm(0, 1, nq, nk, hs, 1.0f,
                             dY, C, V, ld, 0.0f, dP, T);
                 if (rel && rel->ops->value_backward)
                     rel->ops->value_backward(rel, d->params, grads, d->layer, h, b, P, T, i0, nq, nk,
                                              dY, C, dP, T, pos_b);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f,
+                gemm_sgemm(1, 0, nk, hs, nq, 1.0f,
                             P, T, dY, C, 1.0f, dV, ld);
                 // forward: P = softmax(S) per row
                 softmax_backward_rows(P, T, dP, T, nq, nk);
@@ -219,9 +219,9 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
                 if (rel && rel->ops->score_backward)
                     rel->ops->score_backward(rel, d->params, grads, d->layer, h, b, Q + (size_t)i0 * ld, K,
                                              ld, dQ + (size_t)i0 * ld, dK, i0, nq, nk, dP, T, pos_b);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, scale,
+                gemm_sgemm(0, 0, nq, hs, nk, scale,
                             dP, T, K, ld, 1.0f, dQ + (size_t)i0 * ld, ld);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, scale,
+                gemm_sgemm(1, 0, nk, hs, nq, scale,
                             dP, T, Q + (size_t)i0 * ld, ld, 1.0f, dK, ld);
             }
         }
@@ -249,13 +249,13 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 static void rows_by_keys(float *out, int ldo, const float *X, int ldX, const float *Kx, int ldK, int hs, float alpha,
                          const attn_dims *d, int i0, int nq) {
     if (!d->causal) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, d->T, hs, alpha, X, ldX, Kx, ldK, 0.0f, out, ldo);
+        gemm_sgemm(0, 1, nq, d->T, hs, alpha, X, ldX, Kx, ldK, 0.0f, out, ldo);
         return;
     }
-    if (i0 > 0) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, i0, hs, alpha, X, ldX, Kx, ldK, 0.0f, out, ldo);
+    if (i0 > 0) gemm_sgemm(0, 1, nq, i0, hs, alpha, X, ldX, Kx, ldK, 0.0f, out, ldo);
     for (int r0 = 0; r0 < nq; r0 += DIAG_ROWS) {
         int m = imin(DIAG_ROWS, nq - r0);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r0 + m, hs, alpha, X + (size_t)r0 * ldX, ldX,
+        gemm_sgemm(0, 1, m, r0 + m, hs, alpha, X + (size_t)r0 * ldX, ldX,
                     Kx + (size_t)i0 * ldK, ldK, 0.0f, out + (size_t)r0 * ldo + i0, ldo);
     }
 }
@@ -265,13 +265,13 @@ static void rows_by_keys(float *out, int ldo, const float *X, int ldX, const flo
 static void rows_from_keys(float *out, int ldo, const float *A, int ldA, const float *Vx, int ldV, int hs, float alpha,
                            float beta, const attn_dims *d, int i0, int nq) {
     if (!d->causal) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, d->T, alpha, A, ldA, Vx, ldV, beta, out, ldo);
+        gemm_sgemm(0, 0, nq, hs, d->T, alpha, A, ldA, Vx, ldV, beta, out, ldo);
         return;
     }
-    if (i0 > 0) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, i0, alpha, A, ldA, Vx, ldV, beta, out, ldo);
+    if (i0 > 0) gemm_sgemm(0, 0, nq, hs, i0, alpha, A, ldA, Vx, ldV, beta, out, ldo);
     for (int r0 = 0; r0 < nq; r0 += DIAG_ROWS) {
         int m = imin(DIAG_ROWS, nq - r0);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, r0 + m, alpha, A + (size_t)r0 * ldA + i0, ldA,
+        gemm_sgemm(0, 0, m, hs, r0 + m, alpha, A + (size_t)r0 * ldA + i0, ldA,
                     Vx + (size_t)i0 * ldV, ldV, i0 > 0 ? 1.0f : beta, out + (size_t)r0 * ldo, ldo);
     }
 }
@@ -283,14 +283,14 @@ static void rows_from_keys(float *out, int ldo, const float *A, int ldA, const f
 static void keys_from_rows(float *out, int ldo, const float *A, int ldA, const float *X, int ldX, int hs, float alpha,
                            const attn_dims *d, int i0, int nq) {
     if (!d->causal) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->T, hs, nq, alpha, A, ldA, X, ldX, 1.0f, out, ldo);
+        gemm_sgemm(1, 0, d->T, hs, nq, alpha, A, ldA, X, ldX, 1.0f, out, ldo);
         return;
     }
     if (i0 > 0)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i0, hs, nq, alpha, A, ldA, X, ldX, 1.0f, out, ldo);
+        gemm_sgemm(1, 0, i0, hs, nq, alpha, A, ldA, X, ldX, 1.0f, out, ldo);
     for (int c0 = 0; c0 < nq; c0 += DIAG_ROWS) {
         int w = imin(DIAG_ROWS, nq - c0);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, w, hs, nq - c0, alpha, A + (size_t)c0 * ldA + i0 + c0,
+        gemm_sgemm(1, 0, w, hs, nq - c0, alpha, A + (size_t)c0 * ldA + i0 + c0,
                     ldA, X + (size_t)c0 * ldX, ldX, 1.0f, out + (size_t)(i0 + c0) * ldo, ldo);
     }
 }

@@ -1,8 +1,7 @@
-// ops.c — see ops.h. Matrix products go through cblas_sgemm; the elementwise
+// ops.c — see ops.h. Matrix products go through gemm_sgemm (gemm.h); the elementwise
 // passes are threaded with OpenMP over rows.
 #include "ops.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "../core/common.h"
+#include "gemm.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -96,12 +96,12 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 }
 
 // The matrix products split their rows into blocks of a fixed size, handed
-// out to the OpenMP threads: OpenBLAS's result for an element depends on how
+// out to the OpenMP threads: an engine's result for an element depends on how
 // many rows a call has (its blocking follows the shape), so a split that
 // followed the thread count would make the last bits depend on --threads.
 // With fixed blocks every thread count, and the build without OpenMP,
-// compute the same bits (tests/ checks it). OpenBLAS itself runs
-// single-threaded (core/startup.c), so the two thread pools never compete.
+// compute the same bits (tests/ checks it). The engines themselves run
+// single-threaded (core/startup.c, gemm.c), so no two thread pools compete.
 enum { MM_BLOCK = 128 };
 
 static size_t mm_blocks(size_t n) { return (n + MM_BLOCK - 1) / MM_BLOCK; }
@@ -117,7 +117,7 @@ void matmul_forward(float *out, const float *inp, const float *w,
             for (size_t i = lo; i < hi; i++) memcpy(out + i * OC, bias, sizeof(float) * OC);
             beta = 1.0f;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), OC, IC, 1.0f,
+        gemm_sgemm(0, 1, (int)(hi - lo), OC, IC, 1.0f,
                     inp + lo * IC, IC, w, IC, beta, out + lo * OC, OC);
     }
 }
@@ -132,14 +132,14 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
 #pragma omp parallel for schedule(static)
         for (size_t blk = 0; blk < mm_blocks(N); blk++) {
             size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < N ? lo + MM_BLOCK : N;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), IC, OC, 1.0f,
+            gemm_sgemm(0, 0, (int)(hi - lo), IC, OC, 1.0f,
                         dout + lo * OC, OC, w, IC, 1.0f, dinp + lo * IC, IC);
         }
     }
 #pragma omp parallel for schedule(static)
     for (size_t blk = 0; blk < mm_blocks((size_t)OC); blk++) {
         size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < (size_t)OC ? lo + MM_BLOCK : (size_t)OC;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), IC, (int)N, 1.0f,
+        gemm_sgemm(1, 0, (int)(hi - lo), IC, (int)N, 1.0f,
                     dout + lo, OC, inp, IC, 1.0f, dw + lo * IC, IC);
         if (dbias) {
             float s[MM_BLOCK] = {0};

@@ -19,6 +19,8 @@
 
 static const char *const attn_modes[] = {"causal", "bidir", NULL};
 static const char *const attn_kernels[] = {"blocks", "fused", NULL};
+// --gemm: "auto", then model/gemm.h's engines in their order
+static const char *const gemm_choices[] = {"auto", "openblas", "onednn", NULL};
 static const char SEC_DATA[] = "data", SEC_MODEL[] = "model", SEC_PE[] = "position encodings",
                   SEC_TRAIN[] = "training", SEC_OUT[] = "evaluation and output";
 #define ALL_FILES (WITH_LOAD | WITH_RESUME | WITH_INIT)
@@ -99,6 +101,10 @@ const setting settings_schema[] = {
     {.name = "threads", .type = SET_INT, O(threads), .lo = 1, .hi = 1024, .def_help = "all cores", .section = SEC_TRAIN,
      .metavar = "N", .help = "OpenMP threads (OpenBLAS is held to one: README \"Threads\")",
      .flags = SET_LOCAL},
+    {.name = "gemm", .type = SET_CHOICE, O(gemm), .def = "auto", .choices = gemm_choices, .section = SEC_TRAIN,
+     .metavar = "E",
+     .help = "matrix engine: openblas, onednn (when built with Debian's libdnnl-dev), or auto (oneDNN on a CPU with "
+             "AVX-512, else OpenBLAS); the engines' last bits differ; --json records the one used (README \"Threads\")"},
     {.name = "attn-kernel", .type = SET_CHOICE, O(attn_kernel), .def = "blocks", .choices = attn_kernels,
      .section = SEC_TRAIN, .metavar = "K",
      .help = "blocks (keeps the attention weights for the backward pass) or fused (keeps two numbers per row and "

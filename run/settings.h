@@ -34,6 +34,7 @@ typedef struct {
     long task_eval;
     int attn;  // index into "causal", "bidir"
     int attn_kernel;  // index into "blocks", "fused"
+    int gemm;         // index into "auto", "openblas", "onednn" (after start-up: the engine in use, never auto)
     long ctx, d_model, layers, heads, rand_pos;
     // training
     long batch, steps, warmup, threads, log_every, stop_at, seed, eval_every;

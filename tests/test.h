@@ -30,6 +30,9 @@ typedef struct {
     test_fn fn;
 } test_case;
 
+// The test named `name` in any suite, or NULL.
+const test_case *test_find(const char *name);
+
 // Every encoding and composite the tests sweep.
 extern const char *test_encodings[];
 extern int n_test_encodings;

@@ -848,8 +848,17 @@ static int test_task_copy_learned(void) {
 // their rows into fixed blocks, attention runs a head per thread, and every
 // sum has one order (README "Threads"). Checkpoints after 12 steps at one
 // and at two threads are byte for byte the same, for every kind of encoding.
-static int test_threads_same_bits(void) {
+// One and two threads give the same checkpoint, with the matrix engine
+// `gemm` (an engine not built in: skipped).
+static int threads_same_bits(const char *gemm) {
     int fails = 0;
+    char probe[128];
+    snprintf(probe, sizeof probe, "--steps 1 --quiet --gemm %s", gemm);
+    int s0 = run_train(probe);
+    if (!(WIFEXITED(s0) && WEXITSTATUS(s0) == 0) && strstr(err_buf, "not built")) {
+        printf("    --gemm %s: not built into ./train\n", gemm);
+        return TEST_SKIPPED;
+    }
     const char *specs[] = {"rope", "learned+alibi", "sinusoidal+xl", "shaw", "t5", "cope", "fire", "kerple"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         for (int bidir = 0; bidir < 2; bidir++) {
@@ -858,7 +867,7 @@ static int test_threads_same_bits(void) {
             for (int t = 1; t <= 2; t++) {
                 snprintf(path[t - 1], sizeof path[0], "{T}/threads%d.ck", t);
                 snprintf(a, sizeof a, "--d-model 16 --layers 2 --heads 2 --ctx 40 --batch 6 --quiet --steps 12 --pe %s "
-                         "--attn %s --threads %d --save %s", specs[i], bidir ? "bidir" : "causal", t, path[t - 1]);
+                         "--attn %s --threads %d --gemm %s --save %s", specs[i], bidir ? "bidir" : "causal", t, gemm, path[t - 1]);
                 int s = run_train(a);
                 EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "%s: %s", a, err_buf);
             }
@@ -867,11 +876,15 @@ static int test_threads_same_bits(void) {
             size_t n1 = f1 ? fread(c1, 1, sizeof c1, f1) : 0, n2 = f2 ? fread(c2, 1, sizeof c2, f2) : 0;
             if (f1) fclose(f1);
             if (f2) fclose(f2);
-            EXPECT(n1 > 0 && n1 == n2 && !memcmp(c1, c2, n1), "--pe %s %s: the checkpoints of one and two threads differ",
-                   specs[i], bidir ? "bidir" : "causal");
+            EXPECT(n1 > 0 && n1 == n2 && !memcmp(c1, c2, n1),
+                   "--pe %s %s --gemm %s: the checkpoints of one and two threads differ", specs[i],
+                   bidir ? "bidir" : "causal", gemm);
         }
     return fails;
 }
+
+static int test_threads_same_bits(void) { return threads_same_bits("openblas"); }
+static int test_threads_same_bits_onednn(void) { return threads_same_bits("onednn"); }
 
 // A text file: byte-level tokens, causal and bidirectional.
 static int test_text_file(void) {
@@ -1553,6 +1566,7 @@ const test_case cli_tests[] = {
     {"cli/init_fine_tunes", test_init_fine_tunes},
     {"cli/rand_pos", test_rand_pos},
     {"cli/threads_do_not_change_the_bits", test_threads_same_bits},
+    {"cli/threads_do_not_change_the_bits_onednn", test_threads_same_bits_onednn},
     {"cli/task_copy_is_learned", test_task_copy_learned},
     {"cli/llmc_token_shard", test_llmc_shard},
 };

@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 
+#include "../model/gemm.h"
 #include "../model/ops.h"
 #include "../core/startup.h"
 #include "test.h"
@@ -103,7 +104,7 @@ void test_random_batch(int B, int T, int V, int causal, unsigned long long seed,
 
 // The suites, in the order they run: a new suite (a file defining
 // NAME_tests[] and n_NAME_tests) is one more word here.
-#define SUITES(X) X(kernel) X(grad) X(prop) X(data) X(task) X(cli) X(torch) X(mpi)
+#define SUITES(X) X(kernel) X(grad) X(prop) X(data) X(task) X(cli) X(torch) X(mpi) X(engine)
 #define DECLARE(s) extern const test_case s##_tests[]; extern const int n_##s##_tests;
 SUITES(DECLARE)
 #define ENTRY(s) {s##_tests, &n_##s##_tests},
@@ -111,6 +112,13 @@ static const struct {
     const test_case *tests;
     const int *n;
 } suites[] = {SUITES(ENTRY)};
+
+const test_case *test_find(const char *name) {
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+        for (int k = 0; k < *suites[i].n; k++)
+            if (!strcmp(suites[i].tests[k].name, name)) return &suites[i].tests[k];
+    return NULL;
+}
 
 typedef struct {
     int passed, failed, skipped;
@@ -149,6 +157,11 @@ int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     list_test_encodings();
     startup_threads(2);
+    // the engine ./train picks by default; engine/ runs the tests that pass
+    // through it again under the others
+    char err[256];
+    if (!gemm_use("auto", err, sizeof err)) printf("%s\n", err);
+    printf("matrix engine: %s\n", gemm_name());
     tally t = {0, 0, 0};
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) run_suite(suites[i].tests, *suites[i].n, &t, filter);
     printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);

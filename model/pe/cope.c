@@ -16,8 +16,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 
+#include "../gemm.h"
 #include "pe.h"
 
 enum { COPE_MAX_POS };
@@ -85,8 +85,8 @@ static void cope_positions(const pe_t *pe, const float *params, int layer, const
                            int i0, int nq, int nk, cope_bufs *b) {
     int T = ((const cope_state *)pe->state)->T, P = cope_P(pe), hs = cope_hs(pe);
     const float *E = params + pe->off[0] + (size_t)layer * (P + 1) * hs;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, 1.0f, q, ld, k, ld, 0.0f, b->G, T);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, P + 1, hs, 1.0f, q, ld, E, hs, 0.0f, b->z, P + 1);
+    gemm_sgemm(0, 1, nq, nk, hs, 1.0f, q, ld, k, ld, 0.0f, b->G, T);
+    gemm_sgemm(0, 1, nq, P + 1, hs, 1.0f, q, ld, E, hs, 0.0f, b->z, P + 1);
     for (int r = 0; r < nq; r++) {
         int i = i0 + r;
         float *g = b->G + (size_t)r * T, *p = b->p + (size_t)r * T, cum = 0.0f;
@@ -146,10 +146,10 @@ static void cope_score_backward(pe_t *pe, const float *params, float *grads, int
         for (int t = last + 1; t < nk; t++) g[t] = 0.0f;
     }
     // d(q·k): dq += dG·k, dk += dGᵀ·q; dz: dq += dz·E, dE_h += dzᵀ·q
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f, w.G, T, k, ld, 1.0f, dq, ld);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f, w.G, T, q, ld, 1.0f, dk, ld);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, P + 1, 1.0f, w.dz, P + 1, E, hs, 1.0f, dq, ld);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P + 1, hs, nq, 1.0f, w.dz, P + 1, q, ld, 1.0f, w.dE, hs);
+    gemm_sgemm(0, 0, nq, hs, nk, 1.0f, w.G, T, k, ld, 1.0f, dq, ld);
+    gemm_sgemm(1, 0, nk, hs, nq, 1.0f, w.G, T, q, ld, 1.0f, dk, ld);
+    gemm_sgemm(0, 0, nq, hs, P + 1, 1.0f, w.dz, P + 1, E, hs, 1.0f, dq, ld);
+    gemm_sgemm(1, 0, P + 1, hs, nq, 1.0f, w.dz, P + 1, q, ld, 1.0f, w.dE, hs);
 }
 
 // The heads' shares of dE, added in head order.

@@ -9,8 +9,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 
+#include "../gemm.h"
 #include "pe.h"
 
 typedef struct {
@@ -112,7 +112,7 @@ static void shaw_score_forward(pe_t *pe, const float *params, int layer, int h, 
     int nrel = st->nrel, hs = st->hs;
     const float *aK = params + pe->off[0] + (size_t)layer * nrel * hs;
     float *G = st->work + (size_t)h * st->chunk * nrel;  // (nq, nrel) = Q aKᵀ / sqrt(hs)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nrel, hs, 1.0f / sqrtf((float)hs), q, ld, aK, hs,
+    gemm_sgemm(0, 1, nq, nrel, hs, 1.0f / sqrtf((float)hs), q, ld, aK, hs,
                 0.0f, G, nrel);
     for (int r = 0; r < nq; r++) {
         float *row = s + (size_t)r * lds;
@@ -136,8 +136,8 @@ static void shaw_score_backward(pe_t *pe, const float *params, float *grads, int
         rel_scatter_add(g, row, i0 + r, st->k, nk, pos);
     }
     float sc = 1.0f / sqrtf((float)hs);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, sc, dG, nrel, aK, hs, 1.0f, dq, ld);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, nq, sc, dG, nrel, q, ld, 1.0f,
+    gemm_sgemm(0, 0, nq, hs, nrel, sc, dG, nrel, aK, hs, 1.0f, dq, ld);
+    gemm_sgemm(1, 0, nrel, hs, nq, sc, dG, nrel, q, ld, 1.0f,
                 st->dK + (size_t)h * nrel * hs, hs);
 }
 
@@ -160,7 +160,7 @@ static void shaw_value_forward(pe_t *pe, const float *params, int layer, int h, 
     int nrel = st->nrel, hs = st->hs;
     const float *aV = params + pe->off[1] + (size_t)layer * nrel * hs;
     float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk, pos);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nrel, 1.0f, A, nrel, aV, hs, 1.0f, y, ldy);
+    gemm_sgemm(0, 0, nq, hs, nrel, 1.0f, A, nrel, aV, hs, 1.0f, y, ldy);
 }
 
 static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *p,
@@ -170,10 +170,10 @@ static void shaw_value_backward(pe_t *pe, const float *params, float *grads, int
     int nrel = st->nrel, hs = st->hs;
     const float *aV = params + pe->off[1] + (size_t)layer * nrel * hs;
     float *A = shaw_bucket_weights(st, h, p, ldp, i0, nq, nk, pos);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, nq, 1.0f, A, nrel, dy, ldy, 1.0f,
+    gemm_sgemm(1, 0, nrel, hs, nq, 1.0f, A, nrel, dy, ldy, 1.0f,
                 st->dV + (size_t)h * nrel * hs, hs);
     // dp_ij += dy_i · aV[c(j−i)]: dA = dy aVᵀ (nq, nrel), then gathered
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nrel, hs, 1.0f, dy, ldy, aV, hs, 0.0f, A, nrel);
+    gemm_sgemm(0, 1, nq, nrel, hs, 1.0f, dy, ldy, aV, hs, 0.0f, A, nrel);
     for (int r = 0; r < nq; r++) {
         float *row = dp + (size_t)r * lddp;
         const float *a = A + (size_t)r * nrel;

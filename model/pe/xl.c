@@ -10,8 +10,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 
+#include "../gemm.h"
 #include "../ops.h"
 #include "pe.h"
 
@@ -175,7 +175,7 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, in
     // G[r, δ − δlo] = (q_i + v)·R_h[δ], δ from δlo = i0 − nk + 1 to i0 + nq − 1
     int dlo = i0 - nk + 1, nd = nq + nk - 1;
     const float *Rh = st->R + ((size_t)layer * n + (dlo + T - 1)) * C + h * hs;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nd, hs, scale, qv, hs, Rh, C, 0.0f, G, nd);
+    gemm_sgemm(0, 1, nq, nd, hs, scale, qv, hs, Rh, C, 0.0f, G, nd);
     for (int r = 0; r < nq; r++) {
         const float *g = G + (size_t)r * nd + r + nk - 1;  // g[−j] is δ = i0 + r − j
         float *row = s + (size_t)r * lds;
@@ -238,10 +238,10 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     for (int r = 0; r < nq; r++)
         for (int e = 0; e < hs; e++) qv[(size_t)r * hs + e] = q[(size_t)r * ld + e] + v[e];
     // dR_h += dGᵀ (Q + v)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nd, hs, nq, 1.0f, dG, nd, qv, hs, 1.0f,
+    gemm_sgemm(1, 0, nd, hs, nq, 1.0f, dG, nd, qv, hs, 1.0f,
                 st->dR + (size_t)(dlo + T - 1) * C + h * hs, C);
     // dq += dG R_h (written over qv, no longer needed), dv += Σ_rows
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nd, 1.0f, dG, nd, Rh, C, 0.0f, qv, hs);
+    gemm_sgemm(0, 0, nq, hs, nd, 1.0f, dG, nd, Rh, C, 0.0f, qv, hs);
     for (int r = 0; r < nq; r++)
         for (int e = 0; e < hs; e++) {
             dq[(size_t)r * ld + e] += qv[(size_t)r * hs + e];

@@ -1,0 +1,172 @@
+// test_engine.c — the matrix engines (model/gemm.h): each one's products
+// against double precision; the whole model's gradients under each engine
+// against the first's; and the tests whose numbers pass through the engine
+// (the PyTorch reference, bit-identical reruns, the causal mask) again under
+// every engine built in that the rest of the suite did not use (the suite
+// runs under --gemm auto's pick, as ./train does; --threads under each
+// engine: cli/threads_do_not_change_the_bits*).
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../model/gemm.h"
+#include "test.h"
+
+// Products of random shapes, transpositions, strides, alpha and beta
+// against double precision, on every engine built in.
+static int test_engines_match_double(void) {
+    int fails = 0, tried = 0;
+    const char *before = gemm_name();
+    rng_t r = {11};
+    for (int e = 0; e < gemm_engine_count; e++) {
+        char err[256];
+        if (!gemm_use(gemm_engines[e].name, err, sizeof err)) {
+            printf("    %s\n", err);
+            continue;
+        }
+        tried++;
+        for (int trial = 0; trial < 40; trial++) {
+            int M = 1 + (int)rng_below(&r, 150), N = 1 + (int)rng_below(&r, 150), K = 1 + (int)rng_below(&r, 300);
+            int ta = (int)rng_below(&r, 2), tb = (int)rng_below(&r, 2), pad = (int)rng_below(&r, 5);
+            int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+            float alpha = trial % 3 ? 1.0f : 0.37f, beta = (float)(trial % 2);
+            size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+            float *A = malloc(sizeof(float) * na), *B = malloc(sizeof(float) * nb), *C = malloc(sizeof(float) * nc);
+            test_fill_normal(A, na, 1.0f, 100 + trial), test_fill_normal(B, nb, 1.0f, 200 + trial);
+            test_fill_normal(C, nc, 1.0f, 300 + trial);
+            double worst = 0;
+            double *ref = malloc(sizeof(double) * (size_t)M * N);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int k = 0; k < K; k++)
+                        s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                             (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+                    ref[(size_t)i * N + j] = alpha * s + beta * C[(size_t)i * ldc + j];
+                }
+            gemm_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double d = fabs(C[(size_t)i * ldc + j] - ref[(size_t)i * N + j]);
+                    if (!(d <= worst)) worst = d;
+                }
+            // a float sum of K products of N(0,1) numbers: error ~ K·2^-24·√K
+            double tol = 1e-5 * K * sqrt((double)K) + 1e-5;
+            EXPECT(worst <= tol, "%s: M=%d N=%d K=%d trans %d%d ld %d/%d/%d alpha %g beta %g: off by %g (tolerance %g)",
+                   gemm_engines[e].name, M, N, K, ta, tb, lda, ldb, ldc, alpha, beta, worst, tol);
+            free(A), free(B), free(C), free(ref);
+        }
+    }
+    char err[256];
+    gemm_use(before, err, sizeof err);
+    EXPECT(tried >= 1, "no engine could be used");
+    return fails;
+}
+
+// The whole model's loss and gradients, every encoding and mode, under the
+// engine in use and under each other one: the same to float rounding. With
+// grad/model_every_tensor_every_encoding (finite differences under the
+// first engine) this checks every engine's gradients without repeating the
+// slow finite differences. Tolerances: loss 1e-5 relative; each tensor's
+// gradient within 1e-4 of that tensor's largest element (products of 16 to
+// 64 terms summed in another order differ in the last few bits).
+static int test_gradients_agree_across_engines(void) {
+    int fails = 0, compared = 0;
+    char before[32], err[256];
+    snprintf(before, sizeof before, "%s", gemm_name());
+    for (int e = 0; e < gemm_engine_count; e++) {
+        if (!strcmp(gemm_engines[e].name, before)) continue;
+        char why[200];
+        if (!gemm_engines[e].available(why, sizeof why)) continue;
+        for (int i = 0; i < n_test_encodings; i++)
+            for (int causal = 0; causal < 2; causal++) {
+                if (!test_mode_allowed(test_encodings[i], causal)) continue;
+                model_config cfg;
+                test_tiny_config(&cfg, test_encodings[i], causal);
+                model_t m;
+                model_create(&m, &cfg);
+                test_randomise_weights(&m, 31);
+                int B = 2, T = 40;
+                model_acts a;
+                model_acts_alloc(&a, &m, B, T, 1);
+                int tok[2 * 40], tgt[2 * 40], seg[2 * 40];
+                test_random_batch(B, T, cfg.vocab, causal, 4, tok, tgt, seg);
+                double loss[2];
+                float *g[2];
+                for (int k = 0; k < 2; k++) {
+                    gemm_use(k ? gemm_engines[e].name : before, err, sizeof err);
+                    loss[k] = model_forward(&m, &a, tok, tgt, seg);
+                    model_zero_grad(&m);
+                    model_backward(&m, &a, tok, tgt, seg);
+                    g[k] = malloc(sizeof(float) * m.tab.total);
+                    memcpy(g[k], m.grads, sizeof(float) * m.tab.total);
+                }
+                EXPECT(fabs(loss[0] - loss[1]) <= 1e-5 * fabs(loss[0]), "pe=%s %s: loss %.8f under %s, %.8f under %s",
+                       test_encodings[i], causal ? "causal" : "bidir", loss[0], before, loss[1], gemm_engines[e].name);
+                for (int t = 0; t < m.tab.n; t++) {
+                    const tensor_info *ti = &m.tab.t[t];
+                    double big = 0, off = 0;
+                    for (size_t j = ti->offset; j < ti->offset + ti->size; j++) {
+                        big = fmax(big, fabs(g[0][j]));
+                        off = fmax(off, fabs(g[0][j] - g[1][j]));
+                    }
+                    EXPECT(off <= 1e-4 * big + 1e-7, "pe=%s %s: gradient of %s differs by %g (largest element %g) between "
+                           "%s and %s", test_encodings[i], causal ? "causal" : "bidir", ti->name, off, big, before,
+                           gemm_engines[e].name);
+                }
+                compared++;
+                free(g[0]), free(g[1]);
+                model_acts_free(&a);
+                model_free(&m);
+            }
+    }
+    gemm_use(before, err, sizeof err);
+    if (!compared) {
+        printf("    only %s is built in: nothing to compare\n", before);
+        return TEST_SKIPPED;
+    }
+    return fails;
+}
+
+// The tests run again under each other engine.
+static const char *const under_each_engine[] = {
+    "torch/loss_and_gradients_every_encoding",
+    "prop/same_seed_bit_identical",
+    "prop/causal_logits_ignore_future_every_encoding",
+};
+
+static int test_again_under_other_engines(void) {
+    int fails = 0, ran = 0;
+    char before[32], err[256];
+    snprintf(before, sizeof before, "%s", gemm_name());
+    for (int e = 0; e < gemm_engine_count; e++) {
+        if (!strcmp(gemm_engines[e].name, before)) continue;
+        if (!gemm_use(gemm_engines[e].name, err, sizeof err)) {
+            printf("    %s\n", err);
+            continue;
+        }
+        for (size_t i = 0; i < sizeof under_each_engine / sizeof under_each_engine[0]; i++) {
+            const test_case *t = test_find(under_each_engine[i]);
+            EXPECT(t, "no test named %s", under_each_engine[i]);
+            if (!t) continue;
+            int f = t->fn();
+            printf("    %s under --gemm %s: %s\n", t->name, gemm_engines[e].name,
+                   f == TEST_SKIPPED ? "skipped" : f ? "FAILED" : "ok");
+            if (f > 0) fails += f;
+            ran++;
+        }
+    }
+    gemm_use(before, err, sizeof err);
+    if (!ran) {
+        printf("    only %s is built in: nothing to run again\n", before);
+        return TEST_SKIPPED;
+    }
+    return fails;
+}
+
+const test_case engine_tests[] = {
+    {"engine/every_engine_matches_double", test_engines_match_double},
+    {"engine/gradients_agree_across_engines", test_gradients_agree_across_engines},
+    {"engine/tests_again_under_each_other_engine", test_again_under_other_engines},
+};
+const int n_engine_tests = sizeof engine_tests / sizeof engine_tests[0];
