@@ -14,7 +14,15 @@ CFLAGS += $(PKG_CFLAGS)
 LDLIBS += $(PKG_LIBS)
 # oneDNN (Debian's libdnnl-dev, no pkg-config file): a second matrix engine
 # (--gemm onednn; model/gemm.h) when its header is there; ONEDNN=0 builds
-# without it even then.
+# without it even then. Not in the builds without OpenMP (oneDNN threads
+# itself through OpenMP, which such a build cannot hold to one thread) or
+# with the sanitizers (they would check oneDNN's code, not pelab's).
+ifeq ($(NO_OMP),1)
+ONEDNN = 0
+endif
+ifeq ($(SAN),1)
+ONEDNN = 0
+endif
 ifneq ($(ONEDNN),0)
 ONEDNN_FLAGS = $(shell test -e /usr/include/oneapi/dnnl/dnnl.h && echo -DPELAB_ONEDNN)
 ONEDNN_LIBS = $(if $(ONEDNN_FLAGS),-ldnnl)

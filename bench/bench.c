@@ -7,7 +7,7 @@
 // Both attention kernels are timed (--attn-kernel in ./train): the blocks
 // one (the default) and the fused one.
 //
-//   ./bench-pelab [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch] [--no-encodings]
+//   ./bench-pelab [--steps N] [--threads N] [--pe NAME] [--out FILE] [--gemm E] [--no-torch] [--no-encodings]
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,13 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../model/model.h"
 #include "../core/startup.h"
+#include "../model/gemm.h"
+#include "../model/model.h"
 #include "../model/ops.h"
 
 typedef struct {
     int steps, threads, torch, encodings;
-    const char *pe, *out;
+    const char *pe, *out, *gemm;
 } bench_opts;
 
 static const int V = 256, C = 256, L = 4, H = 8, T = 256, B = 8;
@@ -38,6 +39,11 @@ static void make_model_with(model_t *m, const char *pe, int fused, const char *o
     model_init_weights(m, 1);
     m->attn_fused = fused;
 }
+
+// The profiled ops (model_profile), as the tables name them.
+static const char *const prof_names[PROF_N] = {"matrix products", "attention (incl. score/value terms)", "LayerNorm",
+                                               "GELU", "softmax/cross-entropy", "optimiser",
+                                               "encoding (rotation, tables)", "residual adds"};
 
 static void make_model(model_t *m, const char *pe, int fused) { make_model_with(m, pe, fused, NULL, 0); }
 
@@ -220,6 +226,101 @@ static double sgemm_rate(int threads, double *rate_rows) {
     return flops / t_blas;
 }
 
+// The machine's peak rate of single-precision fused multiply-adds (FLOP/s):
+// `threads` threads each run 12 independent chains of FMAs on vectors as
+// wide as the build targets (-march=native: 16 floats with AVX-512, 8 with
+// AVX2), enough to cover the FMA units' latency. The fastest of 20 passes.
+#if defined(__AVX512F__)
+#define FMA_LANES 16
+#else
+#define FMA_LANES 8
+#endif
+typedef float fma_vec __attribute__((vector_size(4 * FMA_LANES)));
+static double fma_peak(int threads) {
+    const long iters = 2000000;
+    double best = 0;
+    for (int pass = 0; pass < 20; pass++) {  // short passes: one of them finds the cores free
+        float sink = 0;
+        double t0 = now_seconds();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        {
+            fma_vec mul, add, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
+            for (int l = 0; l < FMA_LANES; l++) {
+                mul[l] = 0.999999f, add[l] = 1e-7f;
+                a0[l] = a1[l] = a2[l] = a3[l] = a4[l] = a5[l] = (float)l;
+                a6[l] = a7[l] = a8[l] = a9[l] = a10[l] = a11[l] = (float)-l;
+            }
+            for (long i = 0; i < iters; i++) {  // 12 chains: in registers, not memory
+                a0 = a0 * mul + add, a1 = a1 * mul + add, a2 = a2 * mul + add, a3 = a3 * mul + add;
+                a4 = a4 * mul + add, a5 = a5 * mul + add, a6 = a6 * mul + add, a7 = a7 * mul + add;
+                a8 = a8 * mul + add, a9 = a9 * mul + add, a10 = a10 * mul + add, a11 = a11 * mul + add;
+            }
+            fma_vec t = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+            for (int l = 0; l < FMA_LANES; l++) sink += t[l];
+        }
+        double t = now_seconds() - t0;
+        if (sink == 12345.0f) printf(" ");  // keeps the loop's result alive
+        double r = 2.0 * FMA_LANES * 12 * (double)iters * threads / t;
+        if (r > best) best = r;
+    }
+    return best;
+}
+
+// Each matrix engine built in: its sgemm rate at the model's shapes (pelab's
+// row blocks, the way the model calls it), the training speed of the
+// reference model on it (the engines take turns, 5 rounds; each keeps its
+// fastest), and both against the FMA peak.
+static int engines_table(char *out, size_t cap, int steps, int threads, double peak) {
+    enum { ROUNDS = 5 };
+    char err[256], before[32];
+    snprintf(before, sizeof before, "%s", gemm_name());
+    int n = snprintf(out, cap, "\nThe matrix engines (`--gemm`; `auto` picks %s here), reference shape, blocks kernel; the "
+                               "FMA peak of %d threads is %.1f GFLOP/s (%d-float vectors):\n\n"
+                               "| engine | sgemm GFLOP/s (row blocks) | share of FMA peak | training tokens/s | share of "
+                               "its sgemm rate | share of FMA peak |\n|---|---|---|---|---|---|\n",
+                     before, threads, peak / 1e9, FMA_LANES);
+    int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
+    random_batch(B * T, tok, tgt, 1);
+    model_t m[8];
+    model_acts a[8];
+    double best[8], rate[8];
+    int ok[8], ne = gemm_engine_count < 8 ? gemm_engine_count : 8;
+    for (int e = 0; e < ne; e++) {
+        ok[e] = gemm_use(gemm_engines[e].name, err, sizeof err);
+        if (!ok[e]) {
+            n += snprintf(out + n, cap - n, "| %s | %s | | | | |\n", gemm_engines[e].name, err);
+            continue;
+        }
+        double rows;
+        sgemm_rate(threads, &rows);
+        rate[e] = rows;
+        make_model(&m[e], "rope", 0);
+        model_acts_alloc(&a[e], &m[e], B, T, 1);
+        time_train(&m[e], &a[e], 2, tok, tgt);
+        best[e] = 0;
+    }
+    for (int round = 0; round < ROUNDS; round++)
+        for (int e = 0; e < ne; e++) {
+            if (!ok[e]) continue;
+            gemm_use(gemm_engines[e].name, err, sizeof err);
+            int st = (steps + 1) / 2;
+            double r = (double)st * B * T / time_train(&m[e], &a[e], st, tok, tgt);
+            if (r > best[e]) best[e] = r;
+        }
+    double flops = flops_per_token();
+    for (int e = 0; e < ne; e++) {
+        if (!ok[e]) continue;
+        n += snprintf(out + n, cap - n, "| %s | %.1f | %.1f%% | %.0f | %.1f%% | %.1f%% |\n", gemm_engines[e].name,
+                      rate[e] / 1e9, 100.0 * rate[e] / peak, best[e], 100.0 * flops * best[e] / rate[e],
+                      100.0 * flops * best[e] / peak);
+        model_acts_free(&a[e]);
+        model_free(&m[e]);
+    }
+    gemm_use(before, err, sizeof err);
+    free(tok), free(tgt);
+    return n;
+}
+
 // Peak resident memory (MiB) of a fresh process (this program, exec'd with
 // --child WHAT) that does one thing. A plain fork would inherit the OpenMP
 // thread pool in a broken state and hang.
@@ -264,11 +365,13 @@ static void eval_16k(const char *pe, int fused) {
     model_forward(&m, &a, tok, tgt, NULL);
 }
 
-static double torch_tokens_per_s(int steps, int threads) {
+// PyTorch's training tokens/s for the model of shape (vocab v, width c,
+// layers l, heads h, ctx t, batch b); -1: no torch, -2: it failed.
+static double torch_tokens_per_s_at(int v, int c, int l, int h, int t, int b, int steps, int threads) {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
              "for p in python3 /usr/bin/python3; do $p -c 'import torch' 2>/dev/null && exec $p tests/torch_ref.py --bench %d %d %d %d %d %d %d %d; done; exit 3",
-             V, C, L, H, T, B, steps, threads);
+             v, c, l, h, t, b, steps, threads);
     FILE *f = popen(cmd, "r");
     if (!f) return -1;
     double r = -1;
@@ -280,9 +383,76 @@ static double torch_tokens_per_s(int steps, int threads) {
     return rc == 0 && r > 0 ? r : -2;                      // torch is there, the run failed
 }
 
+static double torch_tokens_per_s(int steps, int threads) { return torch_tokens_per_s_at(V, C, L, H, T, B, steps, threads); }
+
+// GPT-2 small's layer shape (d 768, 12 heads) at ctx 1024, 4 layers, batch 1:
+// tokens/s on each engine and PyTorch's in the same run, the share of the
+// step per op, and how the cost per token grew from the reference shape.
+static int large_table(char *out, size_t cap, int threads, int torch, double ref_tps) {
+    enum { LC = 768, LH = 12, LT = 1024, LL = 4, LB = 1, STEPS = 2, ROUNDS = 3 };
+    char err[256], before[32];
+    snprintf(before, sizeof before, "%s", gemm_name());
+    int *tok = malloc(sizeof(int) * LB * LT), *tgt = malloc(sizeof(int) * LB * LT);
+    random_batch(LB * LT, tok, tgt, 4);
+    model_config c = {0};
+    c.vocab = V, c.ctx = LT, c.d_model = LC, c.layers = LL, c.heads = LH, c.causal = 1;
+    snprintf(c.pe, sizeof c.pe, "rope");
+    model_t m;
+    model_create(&m, &c);
+    model_init_weights(&m, 1);
+    model_acts a;
+    model_acts_alloc(&a, &m, LB, LT, 1);
+    double best[8] = {0}, prof[PROF_N] = {0}, psecs = 0;
+    int ne = gemm_engine_count < 8 ? gemm_engine_count : 8, ok[8];
+    for (int e = 0; e < ne; e++) ok[e] = gemm_use(gemm_engines[e].name, err, sizeof err);
+    for (int round = 0; round < ROUNDS; round++)
+        for (int e = 0; e < ne; e++) {
+            if (!ok[e]) continue;
+            gemm_use(gemm_engines[e].name, err, sizeof err);
+            if (!round) time_train(&m, &a, 1, tok, tgt);
+            double r = (double)STEPS * LB * LT / time_train(&m, &a, STEPS, tok, tgt);
+            if (r > best[e]) best[e] = r;
+        }
+    gemm_use(before, err, sizeof err);
+    memset(&m.prof, 0, sizeof m.prof);
+    m.prof.enabled = 1;
+    psecs = time_train(&m, &a, STEPS, tok, tgt);
+    m.prof.enabled = 0;
+    memcpy(prof, m.prof.seconds, sizeof prof);
+    double torch_tps = torch ? torch_tokens_per_s_at(V, LC, LL, LH, LT, LB, STEPS, threads) : -1;
+    double fwd = 2.0 * (12.0 * LL * LC * LC + (double)V * LC) + 4.0 * LL * LC * (LT + 1) / 2.0;
+    int n = snprintf(out, cap, "\nA larger shape: GPT-2 small's layers (d %d, %d heads) at ctx %d, %d layers, batch %d, "
+                               "rope (%.0f M FLOPs per trained token, %.1f× the reference's); the engines take turns, %d "
+                               "rounds of %d steps, each keeps its fastest:\n\n| measure | value |\n|---|---|\n",
+                     LC, LH, LT, LL, LB, 3 * fwd / 1e6, 3 * fwd / flops_per_token(), ROUNDS, STEPS);
+    for (int e = 0; e < ne; e++)
+        if (ok[e])
+            n += snprintf(out + n, cap - n, "| training tokens/s, --gemm %s | %.0f (%.1f GFLOP/s; %.1f× slower per token "
+                          "than the reference shape's %.0f) |\n", gemm_engines[e].name, best[e], 3 * fwd * best[e] / 1e9,
+                          ref_tps / best[e], ref_tps);
+    int in_use = 0;  // the engine of the rest of the bench
+    for (int e = 0; e < ne; e++)
+        if (!strcmp(gemm_engines[e].name, before)) in_use = e;
+    if (torch_tps > 0)
+        n += snprintf(out + n, cap - n, "| PyTorch, same model and threads, tokens/s | %.0f |\n| pelab (%s) / PyTorch | %.2f× |\n",
+                      torch_tps, before, best[in_use] / torch_tps);
+    n += snprintf(out + n, cap - n, "\nShare of one training step at this shape (%s, %.0f ms):\n\n| op | share |\n|---|---|\n",
+                  before, 1e3 * psecs / STEPS);
+    double tot = 0;
+    for (int k = 0; k < PROF_N; k++) {
+        tot += prof[k];
+        n += snprintf(out + n, cap - n, "| %s | %.1f%% |\n", prof_names[k], 100.0 * prof[k] / psecs);
+    }
+    n += snprintf(out + n, cap - n, "| other | %.1f%% |\n", 100.0 * (psecs - tot) / psecs);
+    model_acts_free(&a);
+    model_free(&m);
+    free(tok), free(tgt);
+    return n;
+}
+
 int main(int argc, char **argv) {
     startup_environment(argv);
-    bench_opts o = {10, 2, 1, 1, "rope", "results/bench.md"};
+    bench_opts o = {10, 2, 1, 1, "rope", "results/bench.md", "auto"};
     const char *child = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--child") && i + 1 < argc) {
@@ -293,10 +463,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pe") && i + 1 < argc) o.pe = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) o.out = argv[++i];
+        else if (!strcmp(argv[i], "--gemm") && i + 1 < argc) o.gemm = argv[++i];
         else if (!strcmp(argv[i], "--no-torch")) o.torch = 0;
         else if (!strcmp(argv[i], "--no-encodings")) o.encodings = 0;
         else {
-            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--no-torch] [--no-encodings]\n");
+            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--gemm E] [--no-torch] [--no-encodings]\n");
             return 2;
         }
     }
@@ -305,6 +476,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     startup_threads(o.threads);
+    char gerr[256];
+    if (!gemm_use(o.gemm, gerr, sizeof gerr)) {
+        fprintf(stderr, "bench: %s\n", gerr);
+        return 2;
+    }
     if (child) {  // one measurement in a fresh process: print the peak MiB
         if (!strcmp(child, "train")) train_a_step(o.pe, 0);
         else if (!strcmp(child, "train-fused")) train_a_step(o.pe, 1);
@@ -332,9 +508,9 @@ int main(int argc, char **argv) {
     if (ci) fclose(ci);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
-                  "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s.\n"
+                  "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s; matrix engine %s (`--gemm %s`).\n"
                   "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the fastest of 10 timed blocks of %d steps, 5 near the start of the run and 5 near the end; PyTorch's the fastest of 6 blocks, 3 near the start and 3 near the end; the sgemm rate the faster of two passes (the machine is shared and its speed drifts in spells).\n\n",
-                  o.steps, date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", o.pe, o.steps);
+                  o.steps, date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", gemm_name(), o.gemm, o.pe, o.steps);
 
     // The machine is shared and its speed drifts in spells of tens of
     // seconds. So the sgemm rate, pelab's training speed and PyTorch's are
@@ -368,6 +544,9 @@ int main(int argc, char **argv) {
     double flops = flops_per_token();
     double mem_train = child_peak_mib("train", o.pe), mem_eval = child_peak_mib("eval16k", o.pe);
     double mem_train_fused = child_peak_mib("train-fused", o.pe), mem_eval_fused = child_peak_mib("eval16k-fused", o.pe);
+    char engines[6144];
+    int used_e = engines_table(engines, sizeof engines, o.steps, o.threads, fma_peak(o.threads));
+    large_table(engines + used_e, sizeof engines - (size_t)used_e, o.threads, o.torch, tps);
     char *enc = calloc(12288, 1);
     if (o.encodings) {
         int used = encodings_table(enc, 12288, o.steps);
@@ -411,8 +590,6 @@ int main(int argc, char **argv) {
     else
         n += snprintf(report + n, sizeof report - n, "| PyTorch | not measured (%s) |\n",
                       !o.torch ? "--no-torch" : torch_tps == -1 ? "python3-torch not installed" : "tests/torch_ref.py --bench failed");
-    static const char *names[PROF_N] = {"matrix products", "attention (incl. score/value terms)", "LayerNorm", "GELU",
-                                        "softmax/cross-entropy", "optimiser", "encoding (rotation, tables)", "residual adds"};
     double tot = 0, tot_fused = 0;
     int psteps = o.steps < 10 ? o.steps : 10;
     for (int k = 0; k < PROF_N; k++) tot += m.prof.seconds[k], tot_fused += prof_fused[k];
@@ -420,11 +597,11 @@ int main(int argc, char **argv) {
                   "\nShare of one training step (blocks kernel %.1f ms, fused %.1f ms; timed per op):\n\n"
                   "| op | blocks | fused |\n|---|---|---|\n", 1e3 * psecs / psteps, 1e3 * psecs_fused / psteps);
     for (int k = 0; k < PROF_N; k++)
-        n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% | %.1f%% |\n", names[k], 100.0 * m.prof.seconds[k] / psecs,
+        n += snprintf(report + n, sizeof report - n, "| %s | %.1f%% | %.1f%% |\n", prof_names[k], 100.0 * m.prof.seconds[k] / psecs,
                       100.0 * prof_fused[k] / psecs_fused);
     n += snprintf(report + n, sizeof report - n, "| other (embedding, zeroing, bookkeeping) | %.1f%% | %.1f%% |\n",
                   100.0 * (psecs - tot) / psecs, 100.0 * (psecs_fused - tot_fused) / psecs_fused);
-    n += snprintf(report + n, sizeof report - n, "%s", enc);
+    n += snprintf(report + n, sizeof report - n, "%s%s", engines, enc);
     free(enc);
     fputs(report, stdout);
     FILE *f = fopen(o.out, "w");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages pelab needs, when they are missing.
-#   scripts/install-deps.sh            build dependencies
+#   scripts/install-deps.sh            build dependencies (libdnnl-dev: the oneDNN
+#                                      matrix engine, optional: the build works without)
 #   scripts/install-deps.sh --torch    also python3-torch (the PyTorch reference)
 #   scripts/install-deps.sh --fuzz     also clang and its libFuzzer runtime
 #   scripts/install-deps.sh --mpi      also OpenMPI (make train-mpi, make MPI=1)
@@ -9,7 +10,7 @@
 #   scripts/install-deps.sh --slurm    also Slurm and munge (make slurm-check)
 #   scripts/install-deps.sh --browser  also Chromium (the lab's check of its HTML report)
 set -euo pipefail
-want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev fonts-dejavu-core)
+want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev libdnnl-dev fonts-dejavu-core)
 for arg in "$@"; do
     case "$arg" in
         --torch) want+=(python3 python3-torch python3-numpy) ;;

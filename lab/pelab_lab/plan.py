@@ -425,6 +425,22 @@ def blas_env(config):
     return {"OPENBLAS_CORETYPE": k}
 
 
+GEMM_ENGINES = ("openblas", "onednn", "auto")
+
+
+def gemm_options(config):
+    """['--gemm', E] for config's gemm ('' or absent: ./train's default,
+    auto). Like the BLAS kernel, the matrix engine decides the last bits of
+    every number, and auto's pick follows the CPU; results/ were made with
+    OpenBLAS."""
+    g = config.get("gemm") or ""
+    if not g:
+        return []
+    if g not in GEMM_ENGINES:
+        raise ConfigError(f"gemm '{g}' is not one of {', '.join(GEMM_ENGINES)} (or '' for ./train's default)")
+    return ["--gemm", str(g)]
+
+
 def kernel_of(env):
     """The OpenBLAS kernel a run with this env pins, else the environment's."""
     return env.get("OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE", ""))
@@ -438,6 +454,7 @@ def plan(config, list_pe_text):
     seeds, missing budgets, an unknown experiment kind."""
     reg = Registry(list_pe_text)
     pinned = blas_env(config)
+    engine = gemm_options(config)
     out = {}
     exps = config.get("experiments") or {}
     if not isinstance(exps, dict) or not exps:
@@ -454,7 +471,7 @@ def plan(config, list_pe_text):
         seeds = parse_seeds(spec.get("seeds", "1-3"), f"experiment {name}")
         args = _split_args(spec.get("args"), f"experiment {name}")
         for a in args:
-            if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume"):
+            if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume", "--gemm"):
                 raise ConfigError(f"experiment {name}: args may not set {a}; the workflow sets it per run")
         if spec["kind"] in ("evaluate", "evaluate_tasks"):
             runs = _evaluate(name, spec, reg, seeds, args, out, config)
@@ -463,6 +480,7 @@ def plan(config, list_pe_text):
         env = {**pinned, **{str(k): str(v) for k, v in (spec.get("env") or {}).items()}}
         for r in runs:
             r.env = env
+            r.options = r.options + engine
             r.uses_text = r.uses_text or "{text}" in r.options   # args may name the corpus as {text}
         keys = [r.key for r in runs]
         if len(set(keys)) != len(keys):

@@ -67,6 +67,19 @@ class Plan(unittest.TestCase):
         with self.assertRaisesRegex(plan.ConfigError, "not one of"):
             plan.plan(c, LIST_PE)
 
+    def test_gemm_engine_pinned_for_every_run(self):
+        c = cfg(a={"kind": "encodings", "steps": 10, "encodings": ["rope"], "seeds": [1]})
+        self.assertNotIn("--gemm", plan.plan(c, LIST_PE)["a"][0].options)
+        c["gemm"] = "openblas"
+        self.assertEqual(plan.plan(c, LIST_PE)["a"][0].options[-2:], ["--gemm", "openblas"])
+        c["gemm"] = "mkl"
+        with self.assertRaisesRegex(plan.ConfigError, "not one of"):
+            plan.plan(c, LIST_PE)
+        c["gemm"] = ""
+        c["experiments"]["a"]["args"] = "--gemm onednn"
+        with self.assertRaisesRegex(plan.ConfigError, "may not set --gemm"):
+            plan.plan(c, LIST_PE)
+
     def test_workflow_options_refused_in_args(self):
         with self.assertRaisesRegex(plan.ConfigError, "may not set --save"):
             plan.plan(cfg(e={"kind": "encodings", "steps": 10, "encodings": ["rope"], "args": "--save x.ck"}), LIST_PE)
