@@ -67,10 +67,18 @@ check-deps:
 deps:
 	scripts/install-deps.sh
 
-train: $(LIB_SRC) train.c $(HEADERS) | check-deps
+train: $(LIB_SRC) train.c $(HEADERS) build/commit.h | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
 
-train-mpi: $(LIB_SRC) train.c $(HEADERS) | check-deps
+# The commit ./train is built from (git describe; "-dirty" with uncommitted
+# changes), for --json: rewritten only when it changes, so an unchanged tree
+# rebuilds nothing; no git, no commit.
+build/commit.h: FORCE
+	@mkdir -p build; c="$$(git describe --always --dirty --abbrev=12 2>/dev/null)"; \
+	line="#define PELAB_COMMIT \"$$c\""; [ "$$(cat $@ 2>/dev/null)" = "$$line" ] || echo "$$line" > $@
+FORCE:
+
+train-mpi: $(LIB_SRC) train.c $(HEADERS) build/commit.h | check-deps
 	@command -v $(MPICC) >/dev/null || { echo "no $(MPICC): install OpenMPI with  scripts/install-deps.sh --mpi"; exit 1; }
 	$(MPICC) $(CFLAGS) -DPELAB_MPI $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
 
@@ -163,4 +171,4 @@ test: deps
 	./tests/test_pelab
 
 clean:
-	rm -f train train-mpi tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
+	rm -f train train-mpi tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli build/commit.h

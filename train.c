@@ -13,6 +13,12 @@
 #include <omp.h>
 #endif
 
+#if __has_include("build/commit.h")
+#include "build/commit.h"  // PELAB_COMMIT (the Makefile writes it)
+#endif
+#ifndef PELAB_COMMIT
+#define PELAB_COMMIT ""
+#endif
 #include "cli/options.h"
 #include "core/dist.h"
 #include "core/files.h"
@@ -118,9 +124,11 @@ typedef struct {
     curve_point *curve;    // (steps / --eval-every + 1)
     run_state st;          // read from --load/--resume
     long start_step;
+    FILE *log;             // --log, open while training
 } run_t;
 
 static run_t run;
+static time_t started;  // when this invocation started (a resumed run: the resumption)
 
 static void run_release(void) {
     if (run.have_acts) model_acts_free(&run.a);
@@ -130,6 +138,7 @@ static void run_release(void) {
     free(run.tgt);
     free(run.seg);
     free(run.curve);
+    if (run.log) fclose(run.log);
     memset(&run, 0, sizeof run);
 }
 
@@ -140,6 +149,7 @@ typedef struct {
     curve_point *curve;  // --eval-every points, owned by the run
     int n_curve;
     long solved_step;    // --until-solved: the step at which order_acc reached it; 0: not (yet)
+    int stopped_by;      // the signal that interrupted training (its --json has no evaluations); 0: none
 } train_report;
 
 typedef struct {
@@ -164,6 +174,7 @@ static void start_process(options *o) {
 #else
     if (!o->threads) o->threads = 1;
 #endif
+    started = time(NULL);
     startup_threads((int)o->threads);
     // the matrix engine; "auto" becomes the engine it picked, for the header and --json
     const char *const *engines = settings_find("gemm")->choices;
@@ -187,7 +198,7 @@ static void check_paths(const options *o) {
         int output;
     } f[] = {{data_is_path(o->data) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0},
              {o->resume, "--resume", 0}, {o->init, "--init", 0},
-             {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}};
+             {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}, {o->log, "--log", 1}};
     const int n = sizeof f / sizeof f[0];
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
@@ -505,10 +516,15 @@ static void write_checkpoint(const options *o, const run_t *r, long step) {
     if (ckpt_save(o->save, &r->m, &file, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
 }
 
-// On SIGINT/SIGTERM after a step: save (with --save), say so, exit 128+signal.
-static void stop_for_signal(const options *o, const run_t *r, long step) {
+static void write_json(const char *path, const options *o, const model_t *m, const train_report *tr,
+                       const eval_report *er);
+
+// On SIGINT/SIGTERM after a step: save (with --save), write --json (marked
+// interrupted, without evaluations), say so, exit 128+signal.
+static void stop_for_signal(const options *o, const run_t *r, train_report *tr, long step) {
     int sig = dist_size() > 1 ? agreed_stop : stop_signal;
     const char *name = signal_name(sig);
+    tr->stopped_by = sig;
     if (o->save) {
         printf("interrupted by %s after step %ld; saving %s… (a second signal stops at once and keeps the last "
                "checkpoint saved)\n", name, step, o->save);
@@ -517,6 +533,11 @@ static void stop_for_signal(const options *o, const run_t *r, long step) {
         printf("saved %s; continue with --resume %s\n", o->save, o->save);
     } else {
         printf("interrupted by %s after step %ld; nothing saved (no --save)\n", name, step);
+    }
+    if (o->json && dist_rank() == 0) {
+        static eval_report none;  // large for a stack
+        write_json(o->json, o, &r->m, tr, &none);
+        printf("wrote %s: the training so far, marked interrupted, without evaluations\n", o->json);
     }
     fflush(stdout);
     dist_finish();
@@ -567,9 +588,43 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
 #define SLOW_WINDOW_SECONDS 0.5
 #define SLOW_FACTOR 3
 
+// --log: one JSON object per line, appended and flushed as training goes,
+// so that a run's curve survives whatever ends it; a resumed run appends.
+static void log_open(const options *o, run_t *r) {
+    if (!o->log || dist_rank() > 0) return;
+    r->log = fopen(o->log, "a");
+    if (!r->log) die_runtime("--log %s: cannot open for appending (%s)", o->log, strerror(errno));
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&started));
+    fprintf(r->log, "{\"start\": \"%s\", \"step\": %ld, \"steps\": %ld, \"pelab\": \"%s\", \"commit\": ", when,
+            r->start_step, o->steps, PELAB_VERSION);
+    if (PELAB_COMMIT[0]) json_string(r->log, PELAB_COMMIT);
+    else fprintf(r->log, "null");
+    fprintf(r->log, ", \"resumed\": %s}\n", o->resume ? "true" : "false");
+    fflush(r->log);
+}
+
+static void log_point(run_t *r, long step, double loss, double lr, const train_report *tr, const curve_point *c) {
+    if (!r->log) return;
+    fprintf(r->log, "{\"step\": %ld, \"loss\": ", step);
+    json_number(r->log, "%.6f", loss);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    fprintf(r->log, ", \"lr\": %.6g, \"tokens_per_s\": %.1f, \"elapsed\": %.3f, \"time\": %.3f", lr, tr->tokens_per_s,
+            tr->seconds, (double)now.tv_sec + now.tv_nsec * 1e-9);
+    if (c) {
+        fprintf(r->log, ", \"val_loss\": ");
+        json_number(r->log, "%.6f", c->val_loss);
+        if (c->order_acc >= 0) fprintf(r->log, ", \"order_acc\": %.6f", c->order_acc);
+        if (c->task_acc >= 0) fprintf(r->log, ", \"task_acc\": %.6f", c->task_acc);
+    }
+    fprintf(r->log, "}\n");
+    if (fflush(r->log) != 0) die_runtime("--log: cannot write (%s)", strerror(errno));
+}
+
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
-    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, 0.0, NULL, 0, 0};
+    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, 0.0, NULL, 0, 0, 0};
     const int B = (int)o->batch, T = (int)o->ctx;
     long end_step = o->stop_at && o->stop_at < o->steps ? o->stop_at : o->steps;
     if (r->start_step >= end_step) return;
@@ -594,6 +649,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
         tr->curve = r->curve = xcalloc(points, sizeof *tr->curve);
     }
     const test_hooks_t *hk = test_hooks();  // a NaN, a pause per step, a process killed, on cue
+    log_open(o, r);
     double t0 = now_seconds();
     for (long step = r->start_step; step < end_step; step++) {
         data_next_batch(&r->d, B * R, T, r->tok, r->tgt, r->seg);
@@ -625,6 +681,8 @@ static void train(const options *o, run_t *r, train_report *tr) {
             tr->curve[tr->n_curve++] = measure_point(o, r, step + 1, loss);
             t0 += now_seconds() - e0;  // tokens/s counts training only
         }
+        if ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)
+            log_point(r, step + 1, loss, hp.lr, tr, curve_now ? &tr->curve[tr->n_curve - 1] : NULL);
         if (!o->quiet && ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)) {
             double eta = tr->seconds / done * (double)(end_step - step - 1);
             printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %.1fs", step + 1, o->steps, loss, hp.lr,
@@ -659,7 +717,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
         if (hk->step_sleep_ms > 0) usleep((useconds_t)hk->step_sleep_ms * 1000);
         if (step + 1 == hk->kill_at && dist_rank() == hk->kill_rank) raise(SIGKILL);
         if (o->save && o->save_every && (step + 1) % o->save_every == 0 && step + 1 < end_step) save_checkpoint(o, r, step + 1);
-        if (R > 1 ? agreed_stop : stop_signal) stop_for_signal(o, r, step + 1);
+        if (R > 1 ? agreed_stop : stop_signal) stop_for_signal(o, r, tr, step + 1);
     }
 }
 
@@ -755,6 +813,22 @@ static void write_attn_stats(FILE *f, const double *acc, const model_t *m, int L
     if (attn_stat_dist[0] < L) fprintf(f, "}");
 }
 
+// What made the run and where: pelab's version, the commit it was built
+// from, when it started, the machine, the BLAS kernel and matrix engine.
+static void write_provenance(FILE *f, const options *o) {
+    char when[32], cpu[256];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&started));
+    startup_cpu_name(cpu, sizeof cpu);
+    fprintf(f, ", \"pelab\": {\"version\": \"%s\", \"commit\": ", PELAB_VERSION);
+    if (PELAB_COMMIT[0]) json_string(f, PELAB_COMMIT);
+    else fprintf(f, "null");
+    fprintf(f, ", \"started\": \"%s\", \"machine\": {\"cpu\": ", when);
+    json_string(f, cpu);
+    fprintf(f, ", \"cores\": %ld, \"blas_kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));
+    json_string(f, startup_blas_kernel());
+    fprintf(f, ", \"gemm\": \"%s\", \"threads\": %ld, \"processes\": %d}}", gemm_name(), o->threads, dist_size());
+}
+
 static void write_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er) {
     atomic_file af;
     char err[1024];
@@ -775,7 +849,7 @@ static void write_json(const char *path, const options *o, const model_t *m, con
     getrusage(RUSAGE_SELF, &ru);
     fprintf(f, ", \"peak_rss_mib\": %.1f", ru.ru_maxrss / 1024.0);
     fprintf(f, "}, \"eval\": [");
-    for (int i = 0; i < o->eval_ctx.n; i++) {
+    for (int i = 0; i < (tr->stopped_by ? 0 : o->eval_ctx.n); i++) {
         const eval_result *ev = &er->ev[i];
         fprintf(f, "%s{\"ctx\": %d", i ? ", " : "", ev->L);
         if (ev->ok) {
@@ -870,6 +944,9 @@ static void write_json(const char *path, const options *o, const model_t *m, con
         }
         fprintf(f, "]");
     }
+    if (tr->stopped_by) fprintf(f, ", \"interrupted\": {\"signal\": \"%s\", \"step\": %ld}", signal_name(tr->stopped_by),
+                                tr->steps_done);
+    write_provenance(f, o);
     fprintf(f, "}\n");
     if (atomic_commit(&af, "--json", err, sizeof err) != 0) die_runtime("%s", err);
 }

@@ -2,6 +2,7 @@
 #include "startup.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -81,3 +82,23 @@ void startup_threads(int threads) {
     openblas_set_num_threads(1);
 }
 
+
+void startup_cpu_name(char *buf, size_t n) {
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            const char *c = strchr(line, ':') + 1;
+            while (*c == ' ' || *c == '\t') c++;
+            snprintf(buf, n, "%.*s", (int)strcspn(c, "\n"), c);
+            break;
+        }
+    fclose(f);
+}
+
+const char *startup_blas_kernel(void) {
+    const char *k = openblas_get_corename();
+    return k ? k : "unknown";
+}

@@ -146,6 +146,11 @@ const setting settings_schema[] = {
      .refused = WITH_LOAD | WITH_RESUME},
     {.name = "json", .type = SET_TEXT, O(json), .section = SEC_OUT, .metavar = "FILE",
      .help = "write the config and results as one JSON object"},
+    {.name = "log", .type = SET_TEXT, O(log), .section = SEC_OUT, .metavar = "FILE",
+     .help = "append one JSON object per progress line as training goes (step, loss, lr, tokens/s, elapsed seconds, "
+             "the time; val_loss and order_acc/task_acc at --eval-every points), after a first one that says where the "
+             "run starts; a resumed run appends to the same file",
+     .refused = WITH_LOAD},
     {.name = "attn-png", .type = SET_TEXT, O(attn_png), .section = SEC_OUT, .metavar = "FILE",
      .help = "draw the attention weights on a held-out cats sentence, both orders", .needs_corpus = CORPUS_ORDER_PROBE,
      .needs_why = "draws a cats sentence; it needs --data cats"},

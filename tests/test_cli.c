@@ -523,7 +523,9 @@ static int test_load_json_and_refusal(void) {
     static char json[1 << 14];
     slurp(tmp_path("r.json"), json, sizeof json);
     const char *keys[] = {"\"config\"", "\"params\"", "\"train\"", "\"steps\"", "\"final_loss\"", "\"tokens_per_s\"",
-                          "\"seconds\"", "\"eval\"", "\"ctx\"", "\"loss\"", "\"ppl\"", "\"order\"", "\"acc\"", "\"n\""};
+                          "\"seconds\"", "\"eval\"", "\"ctx\"", "\"loss\"", "\"ppl\"", "\"order\"", "\"acc\"", "\"n\"",
+                          "\"pelab\": {\"version\": ", "\"commit\": ", "\"started\": \"20", "\"machine\": {\"cpu\": ",
+                          "\"blas_kernel\": ", "\"gemm\": "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) EXPECT(strstr(json, keys[i]), "json lacks %s", keys[i]);
     s = run_train("--quiet --threads 2 --load {T}/l.ck --eval-ctx 16");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--load exit: %s", err_buf);
@@ -937,8 +939,9 @@ static int test_memory_refusal(void) {
     return fails;
 }
 
-// SIGINT mid-run: exit 130 after saving; resuming gives the same bytes as a
-// run that was never interrupted.
+// SIGINT mid-run: exit 130 after saving the checkpoint and --json (marked
+// interrupted); resuming gives the same bytes as a run that was never
+// interrupted.
 static int test_sigint_then_resume(void) {
     int fails = 0;
     const char *args = "--d-model 32 --layers 2 --heads 2 --ctx 32 --batch 8 --quiet --threads 2 --steps 600";
@@ -946,7 +949,7 @@ static int test_sigint_then_resume(void) {
     snprintf(a, sizeof a, "%s --save {T}/whole.ck", args);
     int s = run_train(a);
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "uninterrupted run: %s", err_buf);
-    snprintf(a, sizeof a, "%s --save {T}/int.ck", args);
+    snprintf(a, sizeof a, "%s --save {T}/int.ck --json {T}/int.json", args);
     child_signal_after_ms = 400;
     child_env = "PELAB_TEST_STEP_SLEEP_MS=5";  // 600 steps take at least 3 s: the signal lands mid-run
     s = run_train(a);
@@ -958,9 +961,41 @@ static int test_sigint_then_resume(void) {
     const char *p = strstr(out_buf, "after step ");
     if (p) at = atol(p + 11);
     EXPECT(at > 0 && at < 600, "stopped after step %ld", at);
+    static char json[1 << 14];  // the record of the training so far, marked, without evaluations
+    slurp(tmp_path("int.json"), json, sizeof json);
+    char mark[96];
+    snprintf(mark, sizeof mark, "\"interrupted\": {\"signal\": \"SIGINT\", \"step\": %ld}", at);
+    EXPECT(strstr(json, mark) && strstr(json, "\"eval\": []"), "--json of the interrupted run: %.400s", json);
     s = run_train("--quiet --threads 2 --resume {T}/int.ck --save {T}/int.ck");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resume: %s", err_buf);
     EXPECT(file_equal(tmp_path("whole.ck"), tmp_path("int.ck")), "interrupted at step %ld and resumed: differs from the uninterrupted run", at);
+    return fails;
+}
+
+// --log: a line per progress point as training goes; a run stopped with
+// --stop-at and resumed appends to the same file, so the curve continues.
+static int test_log_continues_over_resume(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    remove(tmp_path("run.log"));
+    int s = run_train(SMALL " --steps 40 --log-every 10 --until-solved 0 --stop-at 20 --save {T}/lg.ck --log {T}/run.log");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "first part: %s", err_buf);
+    s = run_train("--quiet --threads 2 --log-every 10 --resume {T}/lg.ck --save {T}/lg.ck --log {T}/run.log");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resumed part: %s", err_buf);
+    static char log[1 << 14];
+    slurp(tmp_path("run.log"), log, sizeof log);
+    const char *want[] = {"{\"start\": \"20", "\"step\": 0, \"steps\": 40", "\"resumed\": false", "{\"step\": 10, \"loss\": ",
+                          "{\"step\": 20, \"loss\": ", "\"step\": 20, \"steps\": 40", "\"resumed\": true",
+                          "{\"step\": 30, \"loss\": ", "{\"step\": 40, \"loss\": "};
+    const char *at = log;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *p = strstr(at, want[i]);
+        EXPECT(p, "--log lacks %s after what came before it: %.600s", want[i], log);
+        if (p) at = p;
+    }
+    int lines = 0;
+    for (const char *c = log; *c; c++) lines += *c == '\n';
+    EXPECT(lines == 6, "--log has %d lines, not 2 starts and 4 points: %.600s", lines, log);
     return fails;
 }
 
@@ -1536,6 +1571,7 @@ const test_case cli_tests[] = {
     {"cli/nan_keeps_last_checkpoint", test_nan_keeps_last_checkpoint},
     {"cli/memory_refusal", test_memory_refusal},
     {"cli/sigint_then_resume_equals_uninterrupted", test_sigint_then_resume},
+    {"cli/log_continues_over_resume", test_log_continues_over_resume},
     {"cli/bad_input_table", test_bad_input_table},
     {"cli/help_lists_every_option", test_help_lists_every_option},
     {"cli/options_belong_to_encodings", test_options_belong_to_encodings},

@@ -75,6 +75,10 @@ def tidy(records):
     runs, evals, curve, task, attn = [], [], [], [], []
     for path, labels in records:
         d = read_run(path)
+        if d.get("interrupted"):   # written at a stop signal: a part of a training, not evaluated
+            print(f"pelab lab: {path}: left out, its run was interrupted ({d['interrupted'].get('signal')} after step "
+                  f"{d['interrupted'].get('step')}); resume it to finish", file=sys.stderr)
+            continue
         c = d["config"]
         # every scalar setting of the run is a column (pe, attn, data, ctx,
         # seed, rope_scale, …), so that any of them can select runs
@@ -150,7 +154,11 @@ def accept_main(argv):
     not a result to keep: the workflow's run rules fail the job then, so that
     Snakemake drops it and runs it again next time."""
     for path in argv:
-        errs = machine_refusals(read_run(path))
+        d = read_run(path)
+        if d.get("interrupted"):
+            print(f"pelab lab: {path}: the run was interrupted; the job fails so that it runs again", file=sys.stderr)
+            return 3
+        errs = machine_refusals(d)
         if errs:
             print(f"pelab lab: {path}: an evaluation was refused for lack of memory, which is not a result of the "
                   f"run; the job fails so that it runs again: {errs[0]}", file=sys.stderr)

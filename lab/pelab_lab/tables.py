@@ -206,7 +206,14 @@ def tasks(name, t, stem, spec):
              "learned' that none did at this budget."]
     heat = np.full((len(pes), len(names)), math.nan)
     why = np.full((len(pes), len(names)), "", dtype=object)   # a blank cell's reason: not learned, or refused
-    for r, title in ((0, "At the training sizes"), (1, "At 2× (the first test range)"), (2, "At 4× (the second test range)")):
+    def times(r):   # "2×" when every run's range r ends at that multiple of its training sizes' end, else ""
+        ends = task.pivot_table(index="path", columns="range", values="hi", aggfunc="first")
+        k = (ends[r] / ends[0]).dropna().unique() if r in ends and 0 in ends else []
+        return f"{k[0]:g}×" if len(k) == 1 else ""
+    ordinal = {1: "first", 2: "second"}
+    for r in (0, 1, 2):
+        title = ("At the training sizes" if r == 0 else
+                 f"At {times(r)} (the {ordinal[r]} test range)" if times(r) else f"At the {ordinal[r]} test range")
         rows = []
         for i, pe in enumerate(pes):
             cells = [pe]
@@ -239,9 +246,10 @@ def tasks(name, t, stem, spec):
         header = ["pe"] + [f"{tk} ({rng(tk)})" for tk in names]
         parts += ["", f"## {title}", "", _md(header, rows)]
     base = stem.split("/")[-1]
-    figures.task_heatmap(heat, pes, names, f"{name}: accuracy at 2× the training sizes", stem, why)
+    first = f"{times(1)} the training sizes" if times(1) else "the first test range"
+    figures.task_heatmap(heat, pes, names, f"{name}: accuracy at {first}", stem, why)
     figures.task_lengths(task, f"{name}: accuracy against instance size", f"{stem}_length", pes)
-    parts += ["", f"![accuracy at 2×]({base}.png)", "", f"![accuracy against size]({base}_length.png)"]
+    parts += ["", f"![accuracy at {first}]({base}.png)", "", f"![accuracy against size]({base}_length.png)"]
     return "\n".join(parts)
 
 

@@ -1,6 +1,8 @@
 """Unit tests of the lab's Python: the plan's checks, the statistics against
 hand computations and statsmodels, the tidy tables' missing values, the
 comparison's refusal to pool. Run: python3 -m unittest discover -s lab/tests -t lab"""
+import contextlib
+import io
 import json
 import math
 import tempfile
@@ -399,6 +401,18 @@ class Accept(unittest.TestCase):
             pos = write_run(d, "p.json", {"pe": "learned"}, eval=[{"ctx": 128, "error": "--pe learned has no positions past 64"}])
             self.assertEqual(accept_main([str(mem)]), 3)
             self.assertEqual(accept_main([str(pos)]), 0)
+
+    def test_an_interrupted_run_is_not_a_result(self):
+        from pelab_lab.runs import accept_main
+        with tempfile.TemporaryDirectory() as d:
+            cut = write_run(d, "i.json", {"pe": "rope", "seed": 1}, eval=[], interrupted={"signal": "SIGINT", "step": 40})
+            whole = write_run(d, "w.json", {"pe": "rope", "seed": 2}, eval=[{"ctx": 64, "ppl": 2.0, "loss": 0.7}])
+            self.assertEqual(accept_main([str(cut)]), 3)
+            self.assertEqual(accept_main([str(whole)]), 0)
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                r = tidy([(cut, {}), (whole, {})])["runs"]
+            self.assertEqual(list(r["seed"]), [2])
+            self.assertIn("interrupted", err.getvalue())
 
 
 class Compare(unittest.TestCase):
