@@ -379,6 +379,9 @@ static void resolve_until_solved(options *o, const run_t *r, int from) {
 static void check_evaluations(const options *o, const run_t *r) {
     char why[512];
     int runnable = 0;
+    if (o->resume && !o->save && dist_rank() == 0)
+        warn_msg("--resume %s without --save: the continued run is not saved; add --save FILE (the same file "
+                 "continues it in place)", o->resume);
     for (int i = 0; i < o->eval_ctx.n; i++) {
         if (eval_windows(&r->m, &r->d, o->eval_ctx.v[i], (size_t)o->eval_tokens, why, sizeof why)) runnable++;
         else if (dist_rank() == 0)
@@ -587,6 +590,10 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
 // least SLOW_WINDOW_SECONDS) is under 1/SLOW_FACTOR of the run's best so far.
 #define SLOW_WINDOW_SECONDS 0.5
 #define SLOW_FACTOR 3
+// After this much training a run whose remaining time is estimated at
+// LONG_RUN_SECONDS or more says so, once.
+#define ESTIMATE_AFTER_SECONDS 3.0
+#define LONG_RUN_SECONDS 600.0
 
 // --log: one JSON object per line, appended and flushed as training goes,
 // so that a run's curve survives whatever ends it; a resumed run appends.
@@ -643,6 +650,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
     // throughput between progress lines, to say when it falls far below this run's best (other processes)
     double best_rate = 0, mark_seconds = 0;
     long mark_done = 0;
+    int estimated = 0;  // the estimate of a long run, said once
     const char *save_note = o->save ? " (the last checkpoint written is intact)" : "";
     if (o->eval_every) {
         size_t points = (size_t)((end_step - r->start_step) / o->eval_every + 2);
@@ -683,6 +691,13 @@ static void train(const options *o, run_t *r, train_report *tr) {
         }
         if ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)
             log_point(r, step + 1, loss, hp.lr, tr, curve_now ? &tr->curve[tr->n_curve - 1] : NULL);
+        if (!o->quiet && !estimated && tr->seconds >= ESTIMATE_AFTER_SECONDS) {  // once: how long this will take
+            estimated = 1;
+            double eta = tr->seconds / done * (double)(end_step - step - 1);
+            if (eta >= LONG_RUN_SECONDS)
+                printf("estimated time for the remaining %ld steps: %.0f min at %.0f tokens/s (a smaller --steps, "
+                       "--ctx or --d-model shortens it)\n", end_step - step - 1, eta / 60, tr->tokens_per_s);
+        }
         if (!o->quiet && ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)) {
             double eta = tr->seconds / done * (double)(end_step - step - 1);
             printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %.1fs", step + 1, o->steps, loss, hp.lr,
@@ -1082,6 +1097,17 @@ static void print_header(const options *o, const run_t *r) {
     printf(" pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld gemm=%s",
            c->pe, c->causal ? "causal" : "bidir", c->ctx, c->d_model, c->layers, c->heads, model_num_params(&r->m),
            o->batch, o->steps, o->threads, gemm_name());
+    // what else changes the model's numbers: the encodings' options set (e.g. RoPE's extension) and --rand-pos
+    for (int sl = 0; sl < PE_SLOTS; sl++) {
+        const pe_ops *e = r->m.pe[sl].ops;
+        for (int k = 0; e && e->options && e->options[k].name; k++) {
+            if (!config_setting(c, e->options[k].name) || isnan(r->m.pe[sl].opt[k])) continue;
+            char buf[64];
+            pe_option_format(&e->options[k], r->m.pe[sl].opt[k], buf, sizeof buf);
+            printf(" %s=%s", e->options[k].name, buf);
+        }
+    }
+    if (c->rand_pos) printf(" rand-pos=%d", c->rand_pos);
     if (dist_size() > 1) printf(" processes=%d (global batch %ld)", dist_size(), o->batch * dist_size());
     printf("\n");
 }

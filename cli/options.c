@@ -37,45 +37,87 @@ static const char *pe_default_text(const pe_option *p, char *buf, size_t cap) {
 }
 
 // --help's default of an option: one value, or each taker's when they differ
-// ("[xl: no clipping, shaw: 16]").
-static void print_pe_defaults(FILE *f, const char *name) {
-    char all[256] = "", first[64] = "", buf[64];
+// ("[xl: no clipping, shaw: 16]"), into buf.
+static void pe_defaults_text(const char *name, char *buf, size_t cap) {
+    char all[256] = "", first[64] = "", one[64];
     int differ = 0;
     size_t n = 0;
     for (int i = 0; i < pe_registry_count; i++) {
         const pe_option *p = pe_option_find(pe_registry[i], name, NULL);
         if (!p) continue;
-        pe_default_text(p, buf, sizeof buf);
-        if (!first[0]) snprintf(first, sizeof first, "%s", buf);
-        differ |= strcmp(first, buf) != 0;
-        if (n < sizeof all) n += (size_t)snprintf(all + n, sizeof all - n, "%s%s: %s", n ? ", " : "", pe_registry[i]->name, buf);
+        pe_default_text(p, one, sizeof one);
+        if (!first[0]) snprintf(first, sizeof first, "%s", one);
+        differ |= strcmp(first, one) != 0;
+        if (n < sizeof all) n += (size_t)snprintf(all + n, sizeof all - n, "%s%s: %s", n ? ", " : "", pe_registry[i]->name, one);
     }
-    fprintf(f, "  [%s]", differ ? all : first);
+    snprintf(buf, cap, "[%s]", differ ? all : first);
 }
 
 // ---- --help and --list-pe ----
 
-static void print_option(FILE *f, const char *name, const char *metavar, const char *help) {
-    char left[64];
-    snprintf(left, sizeof left, "--%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
-    fprintf(f, "  %-22s %s", left, help);
+// --help fits 80 columns: the option in the first 25, its text wrapped at
+// word boundaries in the rest (an option too long for its column gets a
+// line of its own).
+enum { HELP_WIDTH = 80, HELP_INDENT = 25 };
+
+// Writes text's words from column *col on, wrapping at HELP_WIDTH to
+// column indent.
+static void print_words(FILE *f, const char *text, int *col, int indent) {
+    for (const char *p = text; p && *p;) {
+        while (*p == ' ') p++;
+        size_t w = strcspn(p, " ");
+        if (!w) break;
+        if (*col > indent && *col + 1 + (int)w > HELP_WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            *col = indent;
+        } else if (*col > indent) {
+            fputc(' ', f);
+            (*col)++;
+        }
+        fwrite(p, 1, w, f);
+        *col += (int)w;
+        p += w;
+    }
 }
 
+static void print_option(FILE *f, const char *name, const char *metavar, const char *help, const char *def) {
+    char left[64];
+    snprintf(left, sizeof left, "--%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
+    int col = HELP_INDENT;
+    if (strlen(left) <= HELP_INDENT - 3) fprintf(f, "  %-22s ", left);
+    else fprintf(f, "  %s\n%*s", left, HELP_INDENT, "");
+    print_words(f, help, &col, HELP_INDENT);
+    print_words(f, def, &col, HELP_INDENT);
+    fputc('\n', f);
+}
 
-// The encodings' options: one line each, with the encodings that take them.
+// The encodings' options: one each, with the encodings that take them.
 static void print_pe_options(FILE *f) {
     const pe_option *list[MAX_PE_OPTIONS];
     int n = pe_option_list(list);
     for (int i = 0; i < n; i++) {
-        char takers[256], help[512];
+        char takers[256], help[512], def[300];
         pe_option_takers(list[i]->name, takers, sizeof takers);
         snprintf(help, sizeof help, "%s (%s)", list[i]->help, takers);
+        pe_defaults_text(list[i]->name, def, sizeof def);
         print_option(f, list[i]->name, list[i]->type == PE_OPT_CHOICE ? "KIND" : list[i]->type == PE_OPT_INT ? "N" : "X",
-                     help);
-        print_pe_defaults(f, list[i]->name);
-        fputc('\n', f);
+                     help, def);
     }
 }
+
+// Commands that run as written in a fresh clone (the GPL text is on every
+// Debian system).
+static const char *const help_examples[][2] = {
+    {"./train", "cats: does the model learn who chases whom?"},
+    {"./train --pe none", "the same without position information"},
+    {"./train --data task:copy --pe alibi", "a task, trained at sizes 1-16, tested at 17-64"},
+    {"./train --data /usr/share/common-licenses/GPL-3 --ctx 128 \\\n"
+     "        --steps 1000 --eval-ctx 128,512 --save gpl.ck",
+     "a text, evaluated at 4x its training length"},
+    {"./train --load gpl.ck --data /usr/share/common-licenses/GPL-3 \\\n"
+     "        --eval-ctx 512 --rope-scale yarn",
+     "the same model at 512, RoPE extended by YaRN"},
+};
 
 void options_usage(FILE *f) {
     fprintf(f, "usage: ./train [options]\n"
@@ -84,8 +126,13 @@ void options_usage(FILE *f) {
     for (int k = 0; settings_sections[k]; k++) {
         fprintf(f, "\n%s", settings_sections[k]);
         for (int i = 0; i < settings_count; i++)  // the encodings' section names them
-            if (settings_schema[i].section == settings_sections[k] && settings_schema[i].type == SET_PE_OPTIONS)
-                fprintf(f, " (%s)", pe_names());
+            if (settings_schema[i].section == settings_sections[k] && settings_schema[i].type == SET_PE_OPTIONS) {
+                char names[512];
+                snprintf(names, sizeof names, "(%s)", pe_names());
+                int col = 2;
+                fprintf(f, "\n  ");
+                print_words(f, names, &col, 3);
+            }
         fputc('\n', f);
         for (int i = 0; i < settings_count; i++) {
             const setting *s = &settings_schema[i];
@@ -94,12 +141,15 @@ void options_usage(FILE *f) {
                 print_pe_options(f);
                 continue;
             }
-            print_option(f, s->name, s->metavar, s->help);
-            if (s->def_help) fprintf(f, "  [%s]", s->def_help);
-            else if (s->def && s->type != SET_FLAG) fprintf(f, "  [%s]", s->def);
-            fputc('\n', f);
+            char def[256] = "";
+            if (s->def_help) snprintf(def, sizeof def, "[%s]", s->def_help);
+            else if (s->def && s->type != SET_FLAG) snprintf(def, sizeof def, "[%s]", s->def);
+            print_option(f, s->name, s->metavar, s->help, def);
         }
     }
+    fprintf(f, "\nexamples\n");
+    for (size_t i = 0; i < sizeof help_examples / sizeof help_examples[0]; i++)
+        fprintf(f, "  %s\n      %s\n", help_examples[i][0], help_examples[i][1]);
 }
 
 void options_list_pe(FILE *f) {

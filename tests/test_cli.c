@@ -300,6 +300,12 @@ static int test_help_lists_every_option(void) {
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--help exit");
     static char help[1 << 16], readme[1 << 18];
     snprintf(help, sizeof help, "%s", out_buf);
+    for (const char *line = help; *line;) {  // 80 columns (counted in characters: UTF-8 continuation bytes skipped)
+        size_t len = strcspn(line, "\n"), cols = 0;
+        for (size_t i = 0; i < len; i++) cols += ((unsigned char)line[i] & 0xC0) != 0x80;
+        EXPECT(cols <= 80, "--help has a line of %zu columns: %.*s", cols, (int)len, line);
+        line += len + (line[len] == '\n');
+    }
     FILE *f = fopen("README.md", "r");
     size_t n = f ? fread(readme, 1, sizeof readme - 1, f) : 0;
     readme[n] = '\0';
