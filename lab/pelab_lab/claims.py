@@ -38,6 +38,9 @@ Holm-adjusted (family-wise α = 0.05); the interval shown is the unadjusted
 - **contrary**: the Holm-adjusted p < 0.05 and the estimate lies the other way;
 - where the paper claims no difference (A − B = 0): **contrary** when separated from 0, else **inconclusive**
   (a test cannot confirm an equality without a margin the paper does not give);
+- where the paper claims a bound, A no better than B (A − B ≥ 0, or ≤ 0): **consistent** when separated
+  from 0 on the bound's side, **contrary** when separated on the other, else **inconclusive** (as for an
+  equality);
 - **inconclusive**: not separated from 0, and the paper's effect is at least the smallest effect this n
   detects with 80% power (or the paper gives no number to compare: its effect is then taken as detectable);
 - **underpowered**: not separated from 0, and the paper's effect is smaller than what this n detects;
@@ -209,6 +212,10 @@ def verdict_of(c, predicts, effect):
         return "not testable here"
     if predicts == "=":   # a claim of no difference: refuted by a separated one, never confirmed by a test
         return "contrary" if c["p_holm"] < ALPHA else "inconclusive"
+    if predicts in ("≥", "≤"):   # a bound: decided by a separated difference only, either way
+        if c["p_holm"] >= ALPHA:
+            return "inconclusive"
+        return "consistent" if (c["est"] > 0) == (predicts == "≥") else "contrary"
     if c["p_holm"] < ALPHA:
         return "consistent" if (c["est"] < 0) == (predicts == "<") else "contrary"
     if effect is None or not np.isfinite(c["mde"]) or abs(effect) >= c["mde"]:
@@ -331,9 +338,9 @@ def load_claims(path):
             raise ClaimError(f"{path}: claim id {cl['id']} twice")
         ids.add(cl["id"])
         for c in cl["comparisons"]:
-            if c.get("predicts", cl["predicts"]) not in ("<", ">", "="):
-                raise ClaimError(f"{path}: claim {cl['id']}: predicts is '<', '>' or '=' (the sign of A − B the paper "
-                                 "expects, or no difference)")
+            if c.get("predicts", cl["predicts"]) not in ("<", ">", "=", "≥", "≤"):
+                raise ClaimError(f"{path}: claim {cl['id']}: predicts is '<', '>', '=', '≥' or '≤' (the sign of A − B "
+                                 "the paper expects, no difference, or a bound)")
             if "a" not in c or ("b" not in c and "value" not in c):
                 raise ClaimError(f"{path}: claim {cl['id']}: a comparison needs a and b (or a and value)")
     return claims

@@ -75,7 +75,7 @@ def experiment_table(plan, stem):
             f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`; `lab/run` for a run folder of "
             f"your own) — {datetime.date.today().isoformat()}, {machine(plan.get('kernel', ''))}; {len(runs)} runs of "
             f"{len(arms)} configurations × {len(seeds)} seeds; "
-            (f"{secs:.0f} s of training and evaluation inside ./train." if secs > 0 else
+            + (f"{secs:.0f} s of training and evaluation inside ./train." if secs > 0 else
              f"no training: evaluations of the checkpoints of experiment `{spec.get('from')}`." if spec.get("from") else
              "no training."),
             f"Each run is one `./train` command, e.g. `{plan['example']}`.", ""]

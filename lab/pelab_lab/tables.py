@@ -253,6 +253,16 @@ def tasks(name, t, stem, spec):
     return "\n".join(parts)
 
 
+def uniform_attention(L, D=None):
+    """--attn-stats of causal attention that weighs every key a row sees
+    equally, over windows of L: the first token's weight averaged over rows
+    i ≥ 1 (1/(i+1)), or (D given) the weight on keys at least D back
+    averaged over the rows that have any ((i − D + 1)/(i + 1), i ≥ D)."""
+    if D is None:
+        return float(np.mean([1 / (i + 1) for i in range(1, L)]))
+    return float(np.mean([(i - D + 1) / (i + 1) for i in range(D, L)])) if D < L else math.nan
+
+
 def evaluate(name, t, stem, spec):
     evals, attn = t["evals"], t["attn"]
     lengths = sorted(evals["eval_ctx"].unique())
@@ -262,13 +272,17 @@ def evaluate(name, t, stem, spec):
     # long form: a row per run, length and context (full, or the window), so
     # that the ledger selects either side by its columns
     cols = ["label", "pe"] + [c for c in ("attn",) if c in evals] + ["seed", "eval_ctx", "context", "loss", "ppl",
-            "collapsed", "sink", "far_16", "far_64", "far_256"] + probes
+            "collapsed", "sink", "sink_excess", "far_16", "far_64", "far_256"] + probes
+    # the sink's weight above what uniform causal attention gives the first token (the ledger's sink claim)
+    evals = evals.assign(sink_excess=[s - uniform_attention(int(L)) if a == "causal" else math.nan
+                                      for s, L, a in zip(evals["sink"], evals["eval_ctx"],
+                                                         evals["attn"] if "attn" in evals else ["causal"] * len(evals))])
     full = evals.assign(context="full")
     rows = [full]
     if W and evals["window_loss"].notna().any():
         win = evals[evals["window_loss"].notna()].assign(context=f"window {W}", loss=lambda d: d["window_loss"],
                                                          ppl=lambda d: d["window_ppl"])
-        win[["sink", "far_16", "far_64", "far_256"] + probes] = math.nan
+        win[["sink", "sink_excess", "far_16", "far_64", "far_256"] + probes] = math.nan
         rows.append(win)
     long = pd.concat(rows, ignore_index=True)
     long[[c for c in cols if c in long]].to_csv(f"{stem}.csv", index=False)
@@ -318,10 +332,17 @@ def evaluate(name, t, stem, spec):
             for D in dists:
                 cells.append(stats.mean_ci(g[g["eval_ctx"] == lengths[-1]][f"far_{D}"], (0, 1)).fmt(3))
             arows.append(cells)
+        causal = "attn" not in evals or (evals["attn"] == "causal").all()
+        if causal:   # what a head spreading its weight evenly over the keys it sees would give
+            arows.append(["uniform attention (baseline)", ""] + [f"{uniform_attention(L):.3f}" for L in lengths]
+                         + [f"{uniform_attention(lengths[-1], D):.3f}" for D in dists])
         parts += ["", "Where the attention goes (`--attn-stats`): the weight on the window's first token (the sink), "
                   "averaged over the query rows after it, and the weight on keys at least D tokens away, averaged over "
                   "the rows that have such keys; each the mean over layers and heads, then mean ± 95% interval over "
-                  f"seeds; per layer and head in `{stem.split('/')[-1]}_attn.csv`.", "",
+                  f"seeds; per layer and head in `{stem.split('/')[-1]}_attn.csv`."
+                  + (" Uniform attention: the same measures for a head that weighs every key it sees equally (causal: "
+                     "row i sees i + 1 keys), the line between attending more and less than evenly." if causal else ""),
+                  "",
                   _md(["pe", "n"] + [f"sink at {L}" for L in lengths] + [f"at ≥ {D}, at {lengths[-1]}" for D in dists],
                       arows)]
     if probes and evals[probes].notna().any().any():

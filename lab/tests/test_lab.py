@@ -391,6 +391,15 @@ class Tidy(unittest.TestCase):
             self.assertTrue(math.isnan(r["solve_step"][1]))
 
 
+class UniformAttention(unittest.TestCase):
+    def test_the_baseline_counts_the_keys_each_row_sees(self):
+        from pelab_lab.tables import uniform_attention
+        self.assertAlmostEqual(uniform_attention(3), (1 / 2 + 1 / 3) / 2)          # rows 1 and 2: first key's share
+        self.assertAlmostEqual(uniform_attention(3, 1), (1 / 2 + 2 / 3) / 2)       # keys ≥ 1 back
+        self.assertAlmostEqual(uniform_attention(4, 2), (1 / 3 + 2 / 4) / 2)       # rows 2 and 3
+        self.assertTrue(math.isnan(uniform_attention(4, 4)))                       # no row has such keys
+
+
 class Accept(unittest.TestCase):
     def test_a_refusal_for_memory_is_not_a_result(self):
         from pelab_lab.runs import accept_main
