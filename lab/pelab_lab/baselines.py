@@ -1,4 +1,4 @@
-"""Yardsticks for a perplexity: byte-unigram and byte-bigram models of the
+"""Yardsticks: for a perplexity, byte-unigram and byte-bigram models of the
 training split, scored on exactly the validation tokens that ./train's
 evaluation at length L scores (data/data.c: the last 10% of the file is the
 validation split; at length L it takes min(eval_tokens / L, (n_val − 1) / L)
@@ -6,7 +6,9 @@ non-overlapping windows from its start, each predicting its L next bytes).
 Both use the Krichevsky–Trofimov estimate (add ½ to every count over the 256
 byte values), fixed in advance: nothing is fitted to the validation split.
 A model whose perplexity at a length is worse than the unigram's there has
-collapsed at that length: it knows less than the byte frequencies."""
+collapsed at that length: it knows less than the byte frequencies. For
+where attention goes (--attn-stats), uniform_attention: what a head that
+weighs every key it sees equally gives."""
 import math
 from pathlib import Path
 
@@ -48,3 +50,13 @@ def byte_baselines(path, lengths, eval_tokens):
         prev, tgt = b[idx], b[idx + 1]
         out[int(L)] = (math.exp(-uni[tgt].mean()), math.exp(-big[prev, tgt].mean()))
     return out
+
+
+def uniform_attention(L, D=None):
+    """--attn-stats of causal attention that weighs every key a row sees
+    equally, over windows of L: the first token's weight averaged over rows
+    i ≥ 1 (1/(i+1)), or (D given) the weight on keys at least D back
+    averaged over the rows that have any ((i − D + 1)/(i + 1), i ≥ D)."""
+    if D is None:
+        return float(np.mean([1 / (i + 1) for i in range(1, L)]))
+    return float(np.mean([(i - D + 1) / (i + 1) for i in range(D, L)])) if D < L else math.nan

@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.ticker import LogLocator, ScalarFormatter, NullFormatter
 
 from . import stats
+from .baselines import uniform_attention
 from .runs import SOLVED
 from .style import plt, encoding_style, extension_of, save
 
@@ -284,14 +285,18 @@ def evaluations(evals, title, stem, long_ctx, window, labels, probes):
             ax.grid(alpha=0.3, axis="x")
             ax.set_title(f"does the model use context past {window}? (mean, 95% interval; ticks: seeds)", fontsize=9)
         elif panel == "far":
+            if "attn" not in evals or (evals["attn"] == "causal").all():
+                ax.plot([16, 64, 256], [uniform_attention(long_ctx, D) for D in (16, 64, 256)], color="black",
+                        linestyle=":", linewidth=1.2, label="uniform attention")
             ax.set_xscale("log", base=2)
             ax.set_xticks([16, 64, 256], ["16", "64", "256"])
             ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.set_ylim(0, 1)   # a share of the weight; linear, so that a share of 0 shows as 0
+            ax.set_ylim(0, 1.3)   # a share of the weight; linear, so that a share of 0 shows as 0; the legend above 1
+            ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
             ax.set_xlabel("distance D (tokens)")
             ax.set_ylabel(f"attention weight at distance ≥ D, at {long_ctx}\n(mean over layers, heads, seeds)")
             ax.grid(alpha=0.3, which="both")
-            ax.legend(fontsize=7, ncol=2)
+            ax.legend(fontsize=7, ncol=4, loc="upper center")
             ax.set_title("where the attention goes", fontsize=9)
         else:
             ax.set_xticks(list(range(len(probes))), ["input"] + [f"block {i}" for i in range(1, len(probes))])

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from . import decay, figures, stats
-from .baselines import byte_baselines
+from .baselines import byte_baselines, uniform_attention
 from .runs import SOLVED
 
 LEARNED = 0.95   # exact match at the training sizes for a seed's length generalisation to be read
@@ -251,16 +251,6 @@ def tasks(name, t, stem, spec):
     figures.task_lengths(task, f"{name}: accuracy against instance size", f"{stem}_length", pes)
     parts += ["", f"![accuracy at {first}]({base}.png)", "", f"![accuracy against size]({base}_length.png)"]
     return "\n".join(parts)
-
-
-def uniform_attention(L, D=None):
-    """--attn-stats of causal attention that weighs every key a row sees
-    equally, over windows of L: the first token's weight averaged over rows
-    i ≥ 1 (1/(i+1)), or (D given) the weight on keys at least D back
-    averaged over the rows that have any ((i − D + 1)/(i + 1), i ≥ D)."""
-    if D is None:
-        return float(np.mean([1 / (i + 1) for i in range(1, L)]))
-    return float(np.mean([(i - D + 1) / (i + 1) for i in range(D, L)])) if D < L else math.nan
 
 
 def evaluate(name, t, stem, spec):

@@ -391,9 +391,20 @@ class Tidy(unittest.TestCase):
             self.assertTrue(math.isnan(r["solve_step"][1]))
 
 
+class Bounds(unittest.TestCase):
+    def test_a_bound_is_decided_by_a_separated_difference_only(self):
+        from pelab_lab.claims import verdict_of
+        c = lambda est, p: {"failed": None, "est": est, "p_holm": p, "mde": 0.01}
+        self.assertEqual(verdict_of(c(0.006, 0.002), "≥", None), "consistent")   # no better: worse, separated
+        self.assertEqual(verdict_of(c(-0.006, 0.002), "≥", None), "contrary")    # better, separated
+        self.assertEqual(verdict_of(c(0.001, 0.4), "≥", None), "inconclusive")   # not separated: neither
+        self.assertEqual(verdict_of(c(-0.006, 0.002), "≤", None), "consistent")
+        self.assertEqual(verdict_of(c(0.006, 0.002), "=", None), "contrary")
+
+
 class UniformAttention(unittest.TestCase):
     def test_the_baseline_counts_the_keys_each_row_sees(self):
-        from pelab_lab.tables import uniform_attention
+        from pelab_lab.baselines import uniform_attention
         self.assertAlmostEqual(uniform_attention(3), (1 / 2 + 1 / 3) / 2)          # rows 1 and 2: first key's share
         self.assertAlmostEqual(uniform_attention(3, 1), (1 / 2 + 2 / 3) / 2)       # keys ≥ 1 back
         self.assertAlmostEqual(uniform_attention(4, 2), (1 / 3 + 2 / 4) / 2)       # rows 2 and 3
