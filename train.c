@@ -459,6 +459,7 @@ static void resolve_run(options *o, run_t *r) {
     int rc = data_open(&r->d, o->data, causal, (unsigned long long)o->seed, err, sizeof err);
     if (rc) die_status(rc, err);
     if (!settings_check_needs(o, data_caps(&r->d), err, sizeof err)) die_usage("%s", err);
+    if (o->tokenizer && (rc = data_load_tokenizer(&r->d, o->tokenizer, err, sizeof err))) die_status(rc, err);
     resolve_task(o, r, from);
     resolve_until_solved(o, r, from);
     if (o->init) {
@@ -987,7 +988,7 @@ static void sample_text(const options *o, run_t *r) {
     model_acts_alloc(&a, m, 1, T, 0);
     int *win = xmalloc(sizeof(int) * T);
     rng_t rng = {(uint64_t)o->seed * 7919 + 17};
-    char piece[64];
+    char piece[260];  // a GPT-2 token's text is at most 255 bytes
     printf("sample: ");
     for (int i = 0; i < n; i++) {
         data_decode(d, ctx[i], piece, sizeof piece);

@@ -147,6 +147,8 @@ int data_open(data_t *d, const char *spec, int causal, unsigned long long seed, 
 void data_close(data_t *d) {
     free(d->bytes);
     free(d->path);
+    free(d->words);
+    free(d->word_at);
     memset(d, 0, sizeof *d);
 }
 
@@ -262,3 +264,49 @@ size_t seq_eval_windows(const data_t *d, int L, size_t want, char *err, size_t e
 void seq_eval_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
     seq_row_at(d, rng, d->n_train + w * (size_t)L, L, tokens, targets, seg);
 }
+
+static uint32_t tok_le32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+
+int data_load_tokenizer(data_t *d, const char *path, char *err, size_t errlen) {
+    if (!data_has(d, CORPUS_GPT2))
+        return refuse(EXIT_USAGE, err, errlen, "--tokenizer decodes GPT-2 token ids; --data %s is not an llm.c token shard",
+                      d->path ? d->path : "(built in)");
+    struct stat st;
+    if (stat(path, &st) != 0) return refuse(EXIT_RUNTIME, err, errlen, "cannot open --tokenizer '%s': %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return refuse(EXIT_RUNTIME, err, errlen, "--tokenizer '%s' is not a regular file", path);
+    size_t size = (size_t)st.st_size;
+    FILE *f = fopen(path, "rb");
+    if (!f) return refuse(EXIT_RUNTIME, err, errlen, "cannot open --tokenizer '%s': %s", path, strerror(errno));
+    unsigned char *buf = xmalloc(size ? size : 1);
+    size_t got = fread(buf, 1, size, f);
+    fclose(f);
+    const char *bad = got != size ? "could not be read whole" : size < SHARD_HEADER_BYTES ? "is shorter than its header"
+                      : tok_le32(buf) != TOKENIZER_MAGIC ? "does not start with llm.c's tokenizer magic (20240328)"
+                      : tok_le32(buf + 4) != 1 && tok_le32(buf + 4) != 2 ? "has a version other than 1 or 2"
+                      : tok_le32(buf + 8) != SHARD_VOCAB ? "is not for GPT-2's vocabulary of 50257 tokens"
+                      : NULL;
+    uint32_t *at = NULL;
+    size_t pos = SHARD_HEADER_BYTES, out = 0;
+    if (!bad) {  // the entries, packed into buf's front (each is no longer than its length byte)
+        at = xmalloc(sizeof(uint32_t) * (SHARD_VOCAB + 1));
+        for (int t = 0; t < SHARD_VOCAB && !bad; t++) {
+            size_t len = pos < size ? buf[pos] : 0;
+            if (pos >= size || pos + 1 + len > size) bad = "is truncated inside its token list";
+            else if (len == 0) bad = "has a token of length 0";
+            else {
+                at[t] = (uint32_t)out;
+                memmove(buf + out, buf + pos + 1, len);
+                out += len, pos += 1 + len;
+            }
+        }
+        if (!bad && pos != size) bad = "has bytes after its last token";
+        if (!bad) at[SHARD_VOCAB] = (uint32_t)out;
+    }
+    if (bad) {
+        free(buf), free(at);
+        return refuse(EXIT_RUNTIME, err, errlen, "--tokenizer '%s' %s; give the gpt2_tokenizer.bin llm.c writes", path, bad);
+    }
+    d->words = buf, d->word_at = at;
+    return 0;
+}
+

@@ -15,13 +15,17 @@
 enum {
     CORPUS_ORDER_PROBE = 1 << 0,  // held-out order questions (eval_order, --until-solved, --attn-png)
     CORPUS_TASKS = 1 << 1,        // instances of sizes: --task-len/--test-len, scored by eval_task
+    CORPUS_GPT2 = 1 << 2,         // GPT-2 token ids: --tokenizer decodes them
 };
 
 typedef struct corpus_ops corpus_ops;  // one kind of corpus (corpus.h)
 
 // llm.c's token shards (dev/data/*.bin): 256 int32 of header (magic,
-// version 1, token count), then uint16 GPT-2 tokens.
-enum { SHARD_MAGIC = 20240520, SHARD_HEADER_BYTES = 1024, SHARD_VOCAB = 50257 };
+// version 1, token count), then uint16 GPT-2 tokens. llm.c's tokenizer file
+// (gpt2_tokenizer.bin): 256 int32 of header (magic, version 1 or 2, vocab
+// size, and in version 2 the end-of-text token), then per token a length
+// byte (1–255) and that many bytes.
+enum { SHARD_MAGIC = 20240520, SHARD_HEADER_BYTES = 1024, SHARD_VOCAB = 50257, TOKENIZER_MAGIC = 20240328 };
 
 // cats vocabulary layout
 #define CATS_NOUNS 24
@@ -51,6 +55,9 @@ typedef struct {
     size_t tok_offset;  // token i is tok_bytes little-endian bytes at bytes + tok_offset + tok_bytes * i
     int tok_bytes;
     uint32_t crc;       // CRC-32 of the bytes: the corpus's identity in checkpoints
+    // --tokenizer: token t's text is words[word_at[t] .. word_at[t + 1]); NULL: none
+    unsigned char *words;
+    uint32_t *word_at;
     // task
     int task;
     float task_ignore;  // --task-ignore: the density of flipflop/selective-copy, or -1: the task's own
@@ -65,6 +72,11 @@ typedef struct {
 // EXIT_USAGE for a bad value and EXIT_RUNTIME for a file that cannot be used;
 // what it allocated before a refusal is in *d, for data_close.
 int data_open(data_t *d, const char *spec, int causal, unsigned long long seed, char *err, size_t errlen);
+// Reads llm.c's GPT-2 tokenizer file at path for a corpus of GPT-2 tokens
+// (CORPUS_GPT2): data_decode then gives each token's text, not its id.
+// Returns 0, or EXIT_RUNTIME with err filled (a file that is not one, is
+// truncated, or is for another vocabulary).
+int data_load_tokenizer(data_t *d, const char *path, char *err, size_t errlen);
 // What opening `spec` will take, known before it is read: the vocabulary and
 // the bytes the corpus holds in memory (a file's size; 0 for the built-in
 // corpora). Returns 0, or a status with err as data_open does.

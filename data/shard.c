@@ -1,6 +1,7 @@
 // shard.c — llm.c's token shards (dev/data/*.bin) as a corpus: 256 int32 of
 // header (magic, version 1, token count), then uint16 GPT-2 tokens; the last
-// tenth for validation. No tokenizer: a prompt is token ids.
+// tenth for validation. A prompt is token ids; samples print as ids, or as
+// text with llm.c's tokenizer file (--tokenizer, data_load_tokenizer).
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,8 +60,15 @@ static int shard_encode(const data_t *d, const char *text, int *out, int max, ch
     }
 }
 
+// The token's text with --tokenizer, else its id and a space.
 static void shard_decode(const data_t *d, int t, char *buf, size_t buflen) {
-    (void)d;
+    if (d->words && t >= 0 && t < SHARD_VOCAB) {
+        size_t len = d->word_at[t + 1] - d->word_at[t];
+        if (len > buflen - 1) len = buflen - 1;
+        memcpy(buf, d->words + d->word_at[t], len);
+        buf[len] = '\0';
+        return;
+    }
     snprintf(buf, buflen, "%d ", t);
 }
 
@@ -87,6 +95,7 @@ static int shard_example(const char *dir, char *spec, size_t cap) {
 
 const corpus_ops corpus_shard = {
     .name = "shard",
+    .caps = CORPUS_GPT2,
     .file = 1,
     .takes = shard_takes,
     .vocab = shard_vocab,

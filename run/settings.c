@@ -83,6 +83,9 @@ const setting settings_schema[] = {
      .refused = WITH_RESUME, .from_file = WITH_LOAD | WITH_RESUME, .flags = SET_KEY_OPTIONAL,
      .needs_corpus = CORPUS_TASKS, .needs_why = "needs --data task:flipflop or task:selective-copy"},
     // not stored: they shape this invocation only
+    {.name = "tokenizer", .type = SET_TEXT, O(tokenizer), .section = SEC_DATA, .metavar = "FILE",
+     .help = "llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin): --sample on a token shard prints text, not token ids",
+     .needs_corpus = CORPUS_GPT2, .needs_why = "needs --data with an llm.c token shard"},
     {.name = "task-len", .type = SET_TEXT, O(task_len), .def = "1:16", .section = SEC_DATA, .metavar = "A:B",
      .help = "task:NAME: training instances have sizes A..B (README \"Tasks\")", .refused = WITH_LOAD,
      .needs_corpus = CORPUS_TASKS, .needs_why = "needs --data task:NAME (a built-in task)"},

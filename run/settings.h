@@ -43,7 +43,7 @@ typedef struct {
     // evaluation and output
     int_list eval_ctx;
     long eval_tokens, eval_window, save_every, sample;
-    const char *save, *load, *resume, *init, *json, *attn_png, *prompt, *log;
+    const char *save, *load, *resume, *init, *json, *attn_png, *prompt, *log, *tokenizer;
     float temperature;
     int quiet;
     int attn_stats;       // --attn-stats

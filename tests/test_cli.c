@@ -141,8 +141,26 @@ static void write_shard(const char *path, int version, int count, int n, int cut
     write_file(path, buf, 1024 + 2 * (size_t)n - (size_t)cut);
 }
 
+// llm.c's tokenizer file for GPT-2's 50257 tokens, token t's text "<t>" (a
+// few bytes left off the end with cut, or a wrong magic with bad_magic).
+static void write_tokenizer(const char *path, int cut, int bad_magic) {
+    static unsigned char buf[1024 + 50257 * 9];
+    memset(buf, 0, 1024);
+    int head[4] = {bad_magic ? 20240329 : 20240328, 2, 50257, 50256};
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 4; b++) buf[4 * i + b] = (unsigned char)((unsigned)head[i] >> (8 * b));
+    size_t n = 1024;
+    for (int t = 0; t < 50257; t++) {
+        int len = sprintf((char *)buf + n + 1, "<%d>", t);
+        buf[n] = (unsigned char)len;
+        n += 1 + (size_t)len;
+    }
+    write_file(path, buf, n - (size_t)cut);
+}
+
 // Training on a shard: the vocabulary comes from the data (GPT-2's 50257),
-// the cycle of six tokens is learned, and the sample is token ids.
+// the cycle of six tokens is learned, and the sample is token ids, or text
+// with llm.c's tokenizer file.
 static int test_llmc_shard(void) {
     int fails = 0;
     ensure_tmpdir();
@@ -157,6 +175,23 @@ static int test_llmc_shard(void) {
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(json, "\"vocab\": 50257"), "shard run: exit %d, %s", WEXITSTATUS(s), err_buf);
     EXPECT(loss < 1.0, "a cycle of six tokens should be learned: eval loss %.3f (log 50257 = 10.8)", loss);
     EXPECT(strstr(out_buf, "sample: 464 3797 318 257 13") != NULL, "the sample should continue the cycle: %s", out_buf);
+    write_shard(tmp_path("tokens.bin"), 1, 6000, 6000, 0, 0);
+    write_tokenizer(tmp_path("tok.bin"), 0, 0);
+    write_tokenizer(tmp_path("tok_cut.bin"), 3, 0);
+    write_tokenizer(tmp_path("tok_magic.bin"), 0, 1);
+    s = run_train("--data {T}/tokens.bin --d-model 16 --layers 1 --heads 2 --ctx 16 --batch 4 --steps 150 --lr 1e-2 "
+                  "--quiet --threads 2 --sample 4 --prompt 464 --tokenizer {T}/tok.bin");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample: <464><3797><318><257><13>"),
+           "--tokenizer: the sample should be the tokens' texts: exit %d, %s %s", WEXITSTATUS(s), out_buf, err_buf);
+    s = run_train("--data {T}/tokens.bin --quiet --steps 1 --tokenizer {T}/tok_cut.bin");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "truncated"), "a truncated tokenizer: exit %d, %s",
+           WEXITSTATUS(s), err_buf);
+    s = run_train("--data {T}/tokens.bin --quiet --steps 1 --tokenizer {T}/tok_magic.bin");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "magic"), "a tokenizer with another magic: exit %d, %s",
+           WEXITSTATUS(s), err_buf);
+    s = run_train(SMALL " --steps 1 --tokenizer {T}/tok.bin");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "token shard"), "--tokenizer on cats: exit %d, %s",
+           WEXITSTATUS(s), err_buf);
     return fails;
 }
 
