@@ -696,8 +696,10 @@ static void train(const options *o, run_t *r, train_report *tr) {
             estimated = 1;
             double eta = tr->seconds / done * (double)(end_step - step - 1);
             if (eta >= LONG_RUN_SECONDS)
-                printf("estimated time for the remaining %ld steps: %.0f min at %.0f tokens/s (a smaller --steps, "
-                       "--ctx or --d-model shortens it)\n", end_step - step - 1, eta / 60, tr->tokens_per_s);
+                printf("estimated time for the remaining %ld steps: %s%.0f min at %.0f tokens/s (%s)\n",
+                       end_step - step - 1, o->until_solved > 0 ? "at most " : "", eta / 60, tr->tokens_per_s,
+                       o->until_solved > 0 ? "--until-solved stops it when solved" :
+                                             "a smaller --steps, --ctx or --d-model shortens it");
         }
         if (!o->quiet && ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)) {
             double eta = tr->seconds / done * (double)(end_step - step - 1);
