@@ -30,11 +30,21 @@ class Estimate:
     def half(self):
         return (self.hi - self.lo) / 2
 
+    @property
+    def clipped(self):
+        """The interval was cut at a bound of the quantity (an accuracy at 0
+        or 1), so it is no longer symmetric about the mean."""
+        return not math.isnan(self.half) and abs((self.mean - self.lo) - (self.hi - self.mean)) > 1e-9 * max(1.0, abs(self.mean))
+
     def fmt(self, digits=3):
+        """mean ± half-width; a clipped interval as mean [lo, hi] (a "±"
+        would reach past the bound)."""
         if self.n == 0 or math.isnan(self.mean):
             return "—"
         if self.n < 2 or math.isnan(self.half):
             return f"{self.mean:.{digits}f} (n={self.n})"
+        if self.clipped:
+            return f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
         return f"{self.mean:.{digits}f} ± {self.half:.{digits}f}"
 
 

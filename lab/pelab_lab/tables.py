@@ -201,7 +201,7 @@ def tasks(name, t, stem, spec):
     task[["task", "pe", "seed", "range", "lo", "hi", "train_range", "acc", "learned"]].to_csv(f"{stem}.csv", index=False)
     names, pes = _ordered(task, "task"), _ordered(task, "pe")
     parts = ["Exact-match accuracy over the task's evaluation instances per size range; mean ± 95% t-interval over "
-             "seeds, clipped to [0, 1]; — = refused (no positions that far). A seed's test ranges are read only "
+             "seeds, clipped to [0, 1] (a clipped one shown as mean [low, high]); — = refused (no positions that far). A seed's test ranges are read only "
              f"where that seed learned the training sizes (≥ {LEARNED}); (k/n) says how many of the n did, 'not "
              "learned' that none did at this budget."]
     heat = np.full((len(pes), len(names)), math.nan)

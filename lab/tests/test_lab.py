@@ -391,6 +391,14 @@ class Tidy(unittest.TestCase):
             self.assertTrue(math.isnan(r["solve_step"][1]))
 
 
+class Format(unittest.TestCase):
+    def test_a_clipped_interval_shows_its_bounds(self):
+        from pelab_lab.stats import mean_ci
+        self.assertRegex(mean_ci([0.0, 0.0, 0.0, 1.0], (0, 1)).fmt(2), r"^0\.25 \[0\.00, 1\.00\]$")
+        self.assertRegex(mean_ci([0.0, 1.0, 0.0, 1.0], (0, 1)).fmt(2), r"^0\.50 ± 0\.50$")   # cut evenly: still symmetric
+        self.assertRegex(mean_ci([0.4, 0.5, 0.6], (0, 1)).fmt(2), r"^0\.50 ± 0\.25$")
+
+
 class Bounds(unittest.TestCase):
     def test_a_bound_is_decided_by_a_separated_difference_only(self):
         from pelab_lab.claims import verdict_of
