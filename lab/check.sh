@@ -87,6 +87,8 @@ for how in ctrl-c sigterm; do
   check "$how: fewer than all runs finished" test "$(find "$scratch/i-$how/runs" -name '*.json' | wc -l)" -lt 6
   lab/run --config-file "$scratch/slow.yaml" "$scratch/i-$how" -j 2 results/slow.md > "$scratch/i2-$how.log" 2>&1
   check "$how: resumed, the workflow finishes" test -s "$scratch/i-$how/results/slow.md"
+  check "$how: no run's JSON is the record of an interrupted run" \
+    test -z "$(grep -l '"interrupted"' "$scratch/i-$how"/runs/slow/*/*.json)"
 done
 check "interrupted at different points, the same results (slow.csv but its timing columns)" \
   cmp -s <(cut -d, -f1-3,5-8 "$scratch/i-ctrl-c/results/slow.csv") <(cut -d, -f1-3,5-8 "$scratch/i-sigterm/results/slow.csv")
