@@ -63,6 +63,12 @@ static int test_engines_match_double(void) {
     return fails;
 }
 
+// 1 when engine e is built in and is not the one named `in_use`.
+static int other_engine(int e, const char *in_use) {
+    char why[200];
+    return strcmp(gemm_engines[e].name, in_use) != 0 && gemm_engines[e].available(why, sizeof why);
+}
+
 // The whole model's loss and gradients, every encoding and mode, under the
 // engine in use and under each other one: the same to float rounding. With
 // grad/model_every_tensor_every_encoding (finite differences under the
@@ -75,9 +81,7 @@ static int test_gradients_agree_across_engines(void) {
     char before[32], err[256];
     snprintf(before, sizeof before, "%s", gemm_name());
     for (int e = 0; e < gemm_engine_count; e++) {
-        if (!strcmp(gemm_engines[e].name, before)) continue;
-        char why[200];
-        if (!gemm_engines[e].available(why, sizeof why)) continue;
+        if (!other_engine(e, before)) continue;
         for (int i = 0; i < n_test_encodings; i++)
             for (int causal = 0; causal < 2; causal++) {
                 if (!test_mode_allowed(test_encodings[i], causal)) continue;
@@ -140,7 +144,7 @@ static int test_again_under_other_engines(void) {
     char before[32], err[256];
     snprintf(before, sizeof before, "%s", gemm_name());
     for (int e = 0; e < gemm_engine_count; e++) {
-        if (!strcmp(gemm_engines[e].name, before)) continue;
+        if (!other_engine(e, before)) continue;
         if (!gemm_use(gemm_engines[e].name, err, sizeof err)) {
             printf("    %s\n", err);
             continue;
