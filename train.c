@@ -596,6 +596,16 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
 #define ESTIMATE_AFTER_SECONDS 3.0
 #define LONG_RUN_SECONDS 600.0
 
+// The start of this invocation (UTC, ISO 8601) into when (32 bytes), and
+// the commit as a JSON value (a string, or null outside git): what --log's
+// first line and --json's "pelab" both say.
+static void start_time_text(char *when) { strftime(when, 32, "%Y-%m-%dT%H:%M:%SZ", gmtime(&started)); }
+
+static void json_commit(FILE *f) {
+    if (PELAB_COMMIT[0]) json_string(f, PELAB_COMMIT);
+    else fprintf(f, "null");
+}
+
 // --log: one JSON object per line, appended and flushed as training goes,
 // so that a run's curve survives whatever ends it; a resumed run appends.
 static void log_open(const options *o, run_t *r) {
@@ -603,11 +613,10 @@ static void log_open(const options *o, run_t *r) {
     r->log = fopen(o->log, "a");
     if (!r->log) die_runtime("--log %s: cannot open for appending (%s)", o->log, strerror(errno));
     char when[32];
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&started));
+    start_time_text(when);
     fprintf(r->log, "{\"start\": \"%s\", \"step\": %ld, \"steps\": %ld, \"pelab\": \"%s\", \"commit\": ", when,
             r->start_step, o->steps, PELAB_VERSION);
-    if (PELAB_COMMIT[0]) json_string(r->log, PELAB_COMMIT);
-    else fprintf(r->log, "null");
+    json_commit(r->log);
     fprintf(r->log, ", \"resumed\": %s}\n", o->resume ? "true" : "false");
     fflush(r->log);
 }
@@ -835,11 +844,10 @@ static void write_attn_stats(FILE *f, const double *acc, const model_t *m, int L
 // from, when it started, the machine, the BLAS kernel and matrix engine.
 static void write_provenance(FILE *f, const options *o) {
     char when[32], cpu[256];
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&started));
+    start_time_text(when);
     startup_cpu_name(cpu, sizeof cpu);
     fprintf(f, ", \"pelab\": {\"version\": \"%s\", \"commit\": ", PELAB_VERSION);
-    if (PELAB_COMMIT[0]) json_string(f, PELAB_COMMIT);
-    else fprintf(f, "null");
+    json_commit(f);
     fprintf(f, ", \"started\": \"%s\", \"machine\": {\"cpu\": ", when);
     json_string(f, cpu);
     fprintf(f, ", \"cores\": %ld, \"blas_kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));

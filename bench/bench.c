@@ -496,16 +496,7 @@ int main(int argc, char **argv) {
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
     char host[256] = "?", cpu[256] = "?";
     gethostname(host, sizeof host);
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (ci && fgets(line, sizeof line, ci))
-        if (!strncmp(line, "model name", 10)) {
-            char *c = strchr(line, ':');
-            snprintf(cpu, sizeof cpu, "%.200s", c ? c + 2 : line);
-            cpu[strcspn(cpu, "\n")] = 0;
-            break;
-        }
-    if (ci) fclose(ci);
+    startup_cpu_name(cpu, sizeof cpu);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
                   "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s; matrix engine %s (`--gemm %s`).\n"
