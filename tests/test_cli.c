@@ -359,8 +359,10 @@ static int test_help_lists_every_option(void) {
         char word[64];
         snprintf(word, sizeof word, "%.40s ", names[i]);
         EXPECT(strstr(help, word) || strstr(help, names[i]), "--help lacks %s", names[i]);
+        // the row's own option: "`--log " or "`--log`", not the start of "`--log-every"
         snprintf(word, sizeof word, "`%.40s", names[i]);
         const char *at = table ? strstr(table, word) : NULL;
+        while (at && at[strlen(word)] != ' ' && at[strlen(word)] != '`') at = strstr(at + 1, word);
         EXPECT(at && (!table_end || at < table_end), "README's options table lacks %s", names[i]);
     }
     // the README's default column says each row's default (the schema's text)
