@@ -176,13 +176,14 @@ static void start_process(options *o) {
 #endif
     started = time(NULL);
     startup_threads((int)o->threads);
-    // the matrix engine; "auto" becomes the engine it picked, for the header and --json
+    install_signal_handlers();
+    // the matrix engine, once a signal is already a clean stop (oneDNN's first
+    // products take a moment at start-up); "auto" becomes the engine it picked, for the header and --json
     const char *const *engines = settings_find("gemm")->choices;
     char err[256];
     if (!gemm_use(engines[o->gemm], err, sizeof err)) die_usage("%s", err);
     for (int i = 1; engines[i]; i++)
         if (!strcmp(engines[i], gemm_name())) o->gemm = i;
-    install_signal_handlers();
     atexit(run_release);
 }
 
