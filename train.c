@@ -104,13 +104,6 @@ static void default_signal_handlers(void) {
         signal(stop_signals[i], ignored_at_start[i] ? SIG_IGN : SIG_DFL);
 }
 
-// One point of the learning curve (--eval-every).
-typedef struct {
-    long step;
-    double train_loss, val_loss, order_acc;  // order_acc < 0: not cats
-    double task_acc;                         // < 0: not a task
-} curve_point;
-
 // A run: everything it allocates, in one place, so that every way out of
 // main — the end, --stop-at, a signal, a refused option, a runtime error (the
 // die_* functions call exit) — frees it through one atexit handler. A
@@ -121,7 +114,7 @@ typedef struct {
     model_acts a;
     int *tok, *tgt, *seg;  // (B, T) each
     int have_model, have_data, have_acts;
-    curve_point *curve;    // (steps / --eval-every + 1)
+    curve_point *curve;    // the resumed run's points and (steps / --eval-every + 1) more
     run_state st;          // read from --load/--resume
     long start_step;
     FILE *log;             // --log, open while training
@@ -138,15 +131,17 @@ static void run_release(void) {
     free(run.tgt);
     free(run.seg);
     free(run.curve);
+    run_state_release(&run.st);
     if (run.log) fclose(run.log);
     memset(&run, 0, sizeof run);
 }
 
 typedef struct {
     long steps_done;
-    double final_loss, tokens_per_s, seconds;
+    double final_loss, tokens_per_s;  // tokens/s: this invocation's
+    double seconds;       // training seconds of the run: a resumed run's earlier ones and this invocation's
     double comm_seconds;  // MPI: in the gradient sums
-    curve_point *curve;  // --eval-every points, owned by the run
+    curve_point *curve;  // the learning curve (a resumed run's earlier points first), owned by the run
     int n_curve;
     long solved_step;    // --until-solved: the step at which order_acc reached it; 0: not (yet)
     int stopped_by;      // the signal that interrupted training (its --json has no evaluations); 0: none
@@ -495,22 +490,24 @@ static void resolve_run(options *o, run_t *r) {
     if (!(o->stop_at && o->stop_at < o->steps)) check_evaluations(o, r);
 }
 
-static void write_checkpoint(const options *o, const run_t *r, long step);
+static void write_checkpoint(const options *o, const run_t *r, const train_report *tr);
 
 // Every process calls it: they compare their weights (CRC-32), process 0
 // writes, and all wait until the file is in place.
-static void save_checkpoint(const options *o, const run_t *r, long step) {
+static void save_checkpoint(const options *o, const run_t *r, const train_report *tr) {
+    long step = tr->steps_done;
     unsigned crc = (unsigned)crc32_update(0, r->m.params, sizeof(float) * r->m.tab.total), lo, hi;
     dist_min_max(crc, &lo, &hi);
     if (lo != hi)
         die_runtime("after step %ld the processes' weights differ (CRC-32 %08x to %08x); stopped without saving; the "
                     "last checkpoint written is intact", step, lo, hi);
-    if (dist_rank() == 0) write_checkpoint(o, r, step);
+    if (dist_rank() == 0) write_checkpoint(o, r, tr);
     dist_barrier();
 }
 
-static void write_checkpoint(const options *o, const run_t *r, long step) {
-    run_state st = {.vocab = r->m.cfg.vocab, .base_ctx = r->m.cfg.base_ctx, .step = step, .data_rng = r->d.rng.s};
+static void write_checkpoint(const options *o, const run_t *r, const train_report *tr) {
+    run_state st = {.vocab = r->m.cfg.vocab, .base_ctx = r->m.cfg.base_ctx, .step = tr->steps_done,
+                    .data_rng = r->d.rng.s, .seconds = (float)tr->seconds, .curve = tr->curve, .n_curve = tr->n_curve};
     uint32_t crc;
     data_identity(&r->d, &st.data_size, &crc);
     st.data_crc = crc;
@@ -534,7 +531,7 @@ static void stop_for_signal(const options *o, const run_t *r, train_report *tr, 
         printf("interrupted by %s after step %ld; saving %s… (a second signal stops at once and keeps the last "
                "checkpoint saved)\n", name, step, o->save);
         fflush(stdout);
-        save_checkpoint(o, r, step);
+        save_checkpoint(o, r, tr);
         printf("saved %s; continue with --resume %s\n", o->save, o->save);
     } else {
         printf("interrupted by %s after step %ld; nothing saved (no --save)\n", name, step);
@@ -642,9 +639,16 @@ static void log_point(run_t *r, long step, double loss, double lr, const train_r
 
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
-    *tr = (train_report){r->start_step, 0.0, 0.0, 0.0, 0.0, NULL, 0, 0, 0};
+    // A resumed run continues its record: its time and its curve so far.
+    const double before = r->st.seconds;
+    *tr = (train_report){r->start_step, 0.0, 0.0, before, 0.0, NULL, 0, 0, 0};
     const int B = (int)o->batch, T = (int)o->ctx;
     long end_step = o->stop_at && o->stop_at < o->steps ? o->stop_at : o->steps;
+    size_t points = (size_t)r->st.n_curve + (o->eval_every ? (size_t)((end_step - r->start_step) / o->eval_every + 2) : 0);
+    if (points) {
+        tr->curve = r->curve = xcalloc(points, sizeof *tr->curve);
+        for (int i = 0; i < r->st.n_curve; i++) tr->curve[tr->n_curve++] = r->st.curve[i];
+    }
     if (r->start_step >= end_step) return;
     model_t *m = &r->m;
     model_acts_alloc(&r->a, m, B, T, 1);
@@ -663,10 +667,6 @@ static void train(const options *o, run_t *r, train_report *tr) {
     long mark_done = 0;
     int estimated = 0;  // the estimate of a long run, said once
     const char *save_note = o->save ? " (the last checkpoint written is intact)" : "";
-    if (o->eval_every) {
-        size_t points = (size_t)((end_step - r->start_step) / o->eval_every + 2);
-        tr->curve = r->curve = xcalloc(points, sizeof *tr->curve);
-    }
     const test_hooks_t *hk = test_hooks();  // a NaN, a pause per step, a process killed, on cue
     log_open(o, r);
     double t0 = now_seconds();
@@ -692,9 +692,10 @@ static void train(const options *o, run_t *r, train_report *tr) {
         long done = step + 1 - r->start_step;
         tr->final_loss = loss;
         tr->steps_done = step + 1;
-        tr->seconds = now_seconds() - t0;
-        tr->tokens_per_s = (double)done * all / tr->seconds;
-        int curve_now = o->eval_every && ((step + 1) % o->eval_every == 0 || step + 1 == end_step);
+        double mine_seconds = now_seconds() - t0;  // this invocation's
+        tr->seconds = before + mine_seconds;
+        tr->tokens_per_s = (double)done * all / mine_seconds;
+        int curve_now = o->eval_every && ((step + 1) % o->eval_every == 0 || step + 1 == o->steps);  // not at --stop-at: a resumed run measures where an uninterrupted one does
         if (curve_now) {
             double e0 = now_seconds();
             tr->curve[tr->n_curve++] = measure_point(o, r, step + 1, loss);
@@ -702,9 +703,9 @@ static void train(const options *o, run_t *r, train_report *tr) {
         }
         if ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)
             log_point(r, step + 1, loss, hp.lr, tr, curve_now ? &tr->curve[tr->n_curve - 1] : NULL);
-        if (!o->quiet && !estimated && tr->seconds >= ESTIMATE_AFTER_SECONDS) {  // once: how long this will take
+        if (!o->quiet && !estimated && mine_seconds >= ESTIMATE_AFTER_SECONDS) {  // once: how long this will take
             estimated = 1;
-            double eta = tr->seconds / done * (double)(end_step - step - 1);
+            double eta = mine_seconds / done * (double)(end_step - step - 1);
             if (eta >= LONG_RUN_SECONDS)
                 printf("estimated time for the remaining %ld steps: %s%.0f min at %.0f tokens/s (%s)\n",
                        end_step - step - 1, o->until_solved > 0 ? "at most " : "", eta / 60, tr->tokens_per_s,
@@ -712,7 +713,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
                                              "a smaller --steps, --ctx or --d-model shortens it");
         }
         if (!o->quiet && ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)) {
-            double eta = tr->seconds / done * (double)(end_step - step - 1);
+            double eta = mine_seconds / done * (double)(end_step - step - 1);
             printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %.1fs", step + 1, o->steps, loss, hp.lr,
                    tr->tokens_per_s, tr->seconds, eta);
             if (curve_now) {
@@ -721,14 +722,14 @@ static void train(const options *o, run_t *r, train_report *tr) {
                 if (c->order_acc >= 0) printf(" order_acc %.3f", c->order_acc);
                 if (c->task_acc >= 0) printf(" task_acc %.3f", c->task_acc);
             }
-            double window = tr->seconds - mark_seconds;
+            double window = mine_seconds - mark_seconds;
             if (window >= SLOW_WINDOW_SECONDS) {
                 double rate = (double)(done - mark_done) * all / window;
                 if (best_rate > 0 && rate < best_rate / SLOW_FACTOR)
                     printf(" [slow: %.0f tok/s since the last line, under 1/%d of this run's %.0f; other processes may "
                            "be sharing the cores (--threads 1, or run one at a time)]", rate, SLOW_FACTOR, best_rate);
                 if (rate > best_rate) best_rate = rate;
-                mark_seconds = tr->seconds, mark_done = done;
+                mark_seconds = mine_seconds, mark_done = done;
             }
             printf("\n");
             fflush(stdout);
@@ -744,7 +745,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
         }
         if (hk->step_sleep_ms > 0) usleep((useconds_t)hk->step_sleep_ms * 1000);
         if (step + 1 == hk->kill_at && dist_rank() == hk->kill_rank) raise(SIGKILL);
-        if (o->save && o->save_every && (step + 1) % o->save_every == 0 && step + 1 < end_step) save_checkpoint(o, r, step + 1);
+        if (o->save && o->save_every && (step + 1) % o->save_every == 0 && step + 1 < end_step) save_checkpoint(o, r, tr);
         if (R > 1 ? agreed_stop : stop_signal) stop_for_signal(o, r, tr, step + 1);
     }
 }
@@ -1055,7 +1056,7 @@ static int finish_training(const options *o, const run_t *r, const train_report 
     // The handlers stay through the final save: a signal now waits for it.
     if (test_hooks()->signal_at_save) raise(test_hooks()->signal_at_save);  // the test hook
     if (o->save && !o->load) {
-        save_checkpoint(o, r, tr->steps_done);
+        save_checkpoint(o, r, tr);
         if (!o->quiet) printf("saved %s at step %ld\n", o->save, tr->steps_done);
     }
     default_signal_handlers();
@@ -1122,6 +1123,7 @@ static void print_header(const options *o, const run_t *r) {
     if (c->rand_pos) printf(" rand-pos=%d", c->rand_pos);
     if (dist_size() > 1) printf(" processes=%d (global batch %ld)", dist_size(), o->batch * dist_size());
     printf("\n");
+    fflush(stdout);  // seen at once through a pipe or a file: the run has started
 }
 
 int main(int argc, char **argv) {

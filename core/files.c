@@ -63,7 +63,7 @@ static char *resolve_target(const char *path, const char *what, int *usage, char
         return real;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "cannot write %s '%s': it is %s; pelab writes only regular files (it replaces them whole)",
+        snprintf(err, errlen, "cannot write %s '%s': it is %s; pelab writes only regular files",
                  what, path, file_kind(st.st_mode));
         return NULL;
     }

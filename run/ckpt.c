@@ -22,7 +22,7 @@ static const char MAGIC[8] = {'P', 'E', 'L', 'A', 'B', 'C', 'K', '1'};
 #define V1_HEADER_BYTES (8 + 4 + 4 + V1_CONFIG_BYTES + V1_STATE_BYTES + 8)
 // Version 2's fixed part: magic, version, flags, N, the text length.
 #define V2_FIXED_BYTES (8 + 4 + 4 + 8 + 4)
-#define V2_TEXT_MAX (1 << 20)
+#define V2_TEXT_MAX (64 << 20)  // a guard against a corrupt length; a long curve stays far below
 
 // ---- little-endian numbers, whatever the host ----
 
@@ -124,6 +124,35 @@ static void encode_settings(text_buf *t, const model_t *m, const options *o, con
         default: break;
         }
     }
+    // The learning curve so far, one line per point: step, training loss,
+    // validation loss, order accuracy, task accuracy (the last two -1 when
+    // they do not apply; a loss not measured is nan).
+    for (int i = 0; i < st->n_curve; i++) {
+        const curve_point *c = &st->curve[i];
+        text_add(t, "curve=%ld %.17g %.17g %.17g %.17g\n", c->step, c->train_loss, c->val_loss, c->order_acc,
+                 c->task_acc);
+    }
+}
+
+// A "curve" line's value into the next point of st's curve; 0 when malformed.
+static int decode_curve_point(const char *val, run_state *st) {
+    curve_point c;
+    char *end;
+    errno = 0;
+    c.step = strtol(val, &end, 10);
+    double *v[4] = {&c.train_loss, &c.val_loss, &c.order_acc, &c.task_acc};
+    for (int k = 0; k < 4; k++) {
+        if (errno || *end != ' ') return 0;
+        const char *p = end + 1;
+        *v[k] = strtod(p, &end);
+        if (end == p) return 0;
+    }
+    long last = st->n_curve ? st->curve[st->n_curve - 1].step : 0;
+    if (errno || *end || c.step <= last || c.step > st->step || isinf(c.train_loss) || isinf(c.val_loss) ||
+        !(c.order_acc >= -1 && c.order_acc <= 1) || !(c.task_acc >= -1 && c.task_acc <= 1))
+        return 0;
+    st->curve[st->n_curve++] = c;  // decode_settings made room for every curve line
+    return 1;
 }
 
 // A settings value with its escapes undone (backslash-n, backslash-backslash)
@@ -145,16 +174,12 @@ static int unescape(const char *val, char *out, size_t cap) {
     return 1;
 }
 
-// Fills o and st from the settings text, each value parsed by its row of the
-// schema (its type and range); 0 with the offending line in err.
-static int decode_settings(char *text, size_t n, options *o, run_state *st, char *err, size_t errlen) {
+// The lines of a settings text (checked to end in a newline) into o and st;
+// 0 with the offending line in err.
+static int decode_settings_lines(char *text, size_t n, options *o, run_state *st, char *err, size_t errlen) {
     unsigned char seen[sizeof o->given] = {0};
-    options_defaults(o);
-    memset(st, 0, sizeof *st);
-    if (n == 0 || text[n - 1] != '\n' || memchr(text, '\0', n)) {
-        snprintf(err, errlen, "its settings text is malformed");
-        return 0;
-    }
+    int step_row = 0;
+    while (!settings_schema[step_row].key || strcmp(settings_schema[step_row].key, "step") != 0) step_row++;
     for (char *line = text; line < text + n;) {
         char *nl = memchr(line, '\n', (size_t)(text + n - line));
         *nl = '\0';
@@ -166,6 +191,13 @@ static int decode_settings(char *text, size_t n, options *o, run_state *st, char
         *eq = '\0';
         const char *key = line, *val = eq + 1;
         line = nl + 1;
+        if (strcmp(key, "curve") == 0) {  // after "step" (the schema's order), so a point can be checked against it
+            if (!seen[step_row] || !decode_curve_point(val, st)) {
+                snprintf(err, errlen, "bad curve point '%.80s'", val);
+                return 0;
+            }
+            continue;
+        }
         if (strncmp(key, "opt.", 4) == 0) {  // an encoding's option: the encodings check it with the model
             char *end;
             errno = 0;
@@ -205,6 +237,25 @@ static int decode_settings(char *text, size_t n, options *o, run_state *st, char
     return 1;
 }
 
+// Fills o and st from the settings text, each value parsed by its row of the
+// schema (its type and range); 0 with the offending line in err (and st
+// owning nothing).
+static int decode_settings(char *text, size_t n, options *o, run_state *st, char *err, size_t errlen) {
+    options_defaults(o);
+    memset(st, 0, sizeof *st);
+    if (n == 0 || text[n - 1] != '\n' || memchr(text, '\0', n)) {
+        snprintf(err, errlen, "its settings text is malformed");
+        return 0;
+    }
+    size_t points = strncmp(text, "curve=", 6) == 0;
+    for (const char *p = text; (p = memchr(p, '\n', (size_t)(text + n - p))) && p + 1 < text + n; p++)
+        points += strncmp(p + 1, "curve=", 6) == 0;
+    if (points) st->curve = xmalloc(sizeof *st->curve * points);
+    if (decode_settings_lines(text, n, o, st, err, errlen)) return 1;
+    run_state_release(st);
+    return 0;
+}
+
 // ---- saving ----
 
 // Writes n bytes and folds them into the CRC; 0, or -1 on a write error.
@@ -232,6 +283,14 @@ int ckpt_save(const char *path, const model_t *m, const options *o, const run_st
     if (atomic_open(&af, path, "checkpoint", err, errlen) != 0) return -1;
     text_buf text = {xmalloc(1024), 0, 1024};
     encode_settings(&text, m, o, st);
+    if (text.n > V2_TEXT_MAX) {  // a learning curve of about 600,000 points
+        free(text.p);
+        atomic_abort(&af);
+        snprintf(err, errlen, "cannot write checkpoint '%s': its settings and learning curve take %zu bytes, more than "
+                 "the %d a checkpoint holds (a larger --eval-every keeps fewer points; the previous file is unchanged)",
+                 path, text.n, V2_TEXT_MAX);
+        return -1;
+    }
     unsigned char fixed[V2_FIXED_BYTES];
     memcpy(fixed, MAGIC, 8);
     put_le(fixed + 8, CKPT_VERSION, 4);
@@ -265,6 +324,20 @@ static int load_fail(FILE *f, char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    if (f) fclose(f);
+    return -1;
+}
+
+// A load failure once the settings are read: also frees what the state owns.
+static int header_fail(FILE *f, run_state *s, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int header_fail(FILE *f, run_state *s, char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    run_state_release(s);
     if (f) fclose(f);
     return -1;
 }
@@ -378,21 +451,21 @@ static int read_header(const char *path, int with_optimizer, ckpt_header *h, cha
     char cerr[256] = "";
     model_config c = settings_model_config(o, &s);
     if (!model_config_check(&c, cerr, sizeof cerr))
-        return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: its config is invalid (%s)", path, cerr);
+        return header_fail(f, &s, err, errlen, "checkpoint '%s' is corrupt: its config is invalid (%s)", path, cerr);
     if ((flags & ~1u) || n == 0 || n > ((uint64_t)1 << 36) || s.step < 0 || o->steps < 0 || o->batch < 1 || o->warmup < 0)
-        return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: bad flags, counts or training state", path);
+        return header_fail(f, &s, err, errlen, "checkpoint '%s' is corrupt: bad flags, counts or training state", path);
     // The file size the header implies, checked before anything large is allocated.
     size_t per_tensor_bytes = sizeof(float) * n;
     uint64_t expect = (uint64_t)fixed + text_len + (uint64_t)per_tensor_bytes * ((flags & 1) ? 3 : 1) + 4;
     if ((uint64_t)sb.st_size != expect)
-        return load_fail(f, err, errlen, "checkpoint '%s' is %s: %lld bytes, expected %llu for %llu parameters", path,
+        return header_fail(f, &s, err, errlen, "checkpoint '%s' is %s: %lld bytes, expected %llu for %llu parameters", path,
                          (uint64_t)sb.st_size < expect ? "truncated" : "corrupt (trailing bytes)",
                          (long long)sb.st_size, (unsigned long long)expect, (unsigned long long)n);
     if (model_param_count(&c) != n)
-        return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: %llu parameters, but its config implies %zu", path,
+        return header_fail(f, &s, err, errlen, "checkpoint '%s' is corrupt: %llu parameters, but its config implies %zu", path,
                          (unsigned long long)n, model_param_count(&c));
     if (with_optimizer && !(flags & 1))
-        return load_fail(f, err, errlen, "checkpoint '%s' holds no optimiser state, so it cannot be resumed; use --load to evaluate it", path);
+        return header_fail(f, &s, err, errlen, "checkpoint '%s' holds no optimiser state, so it cannot be resumed; use --load to evaluate it", path);
     h->f = f, h->s = s, h->n = n, h->flags = flags, h->crc = crc;
     return 0;
 }
@@ -402,6 +475,7 @@ int ckpt_peek(const char *path, options *file, run_state *st, uint64_t *n_params
     ckpt_header h;
     if (read_header(path, with_optimizer, &h, err, errlen) != 0) return -1;
     fclose(h.f);
+    run_state_release(&h.s);  // what loading will need does not depend on the curve
     options_copy(file, &h.o);
     *st = h.s, *n_params = h.n;
     return 0;
@@ -431,6 +505,7 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
     size_t per_tensor_bytes = sizeof(float) * n;
     for (int i = 0; i < n_extra; i++) config_set(&c, extra[i].name, extra[i].value);
     if (n_extra && !model_config_check(&c, err, errlen)) {
+        run_state_release(&h.s);
         fclose(f);
         return -2;
     }
@@ -440,19 +515,19 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
     for (int i = 0; i < nb; i++) {
         if (fread(bufs[i], 1, per_tensor_bytes, f) != per_tensor_bytes) {
             model_free(m);
-            return load_fail(f, err, errlen, "checkpoint '%s' is truncated", path);
+            return header_fail(f, &h.s, err, errlen, "checkpoint '%s' is truncated", path);
         }
         crc = crc32_update(crc, bufs[i], per_tensor_bytes);
         floats_to_from_le(bufs[i], n);
     }
     if ((flags & 1) && nb == 1 && !crc_skip(f, 2 * n, &crc)) {
         model_free(m);
-        return load_fail(f, err, errlen, "checkpoint '%s' is truncated", path);
+        return header_fail(f, &h.s, err, errlen, "checkpoint '%s' is truncated", path);
     }
     unsigned char stored[4];
     if (fread(stored, 1, 4, f) != 4 || get_le(stored, 4) != crc) {
         model_free(m);
-        return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: checksum mismatch (the file was damaged or changed)", path);
+        return header_fail(f, &h.s, err, errlen, "checkpoint '%s' is corrupt: checksum mismatch (the file was damaged or changed)", path);
     }
     // A file can carry a valid checksum over values no run produces.
     static const char *const what[3] = {"weights", "first moments", "second moments"};
@@ -462,7 +537,7 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
             if (!isfinite(bufs[i][k]) || (i == 2 && bufs[i][k] < 0.0f)) bad = k;
         if (bad < n) {
             model_free(m);
-            return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: its %s hold %s at index %zu", path, what[i],
+            return header_fail(f, &h.s, err, errlen, "checkpoint '%s' is corrupt: its %s hold %s at index %zu", path, what[i],
                              i == 2 ? "a negative or non-finite value" : "a non-finite value", bad);
         }
     }

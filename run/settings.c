@@ -76,6 +76,7 @@ const setting settings_schema[] = {
      .refused = WITH_RESUME, .from_file = WITH_RESUME},
     {.key = "data_size", .type = SET_U64, S(data_size), .flags = SET_STATE},
     {.key = "data_crc32", .type = SET_U64, S(data_crc), .hi = 4294967295.0, .flags = SET_STATE},
+    {.key = "seconds", .type = SET_REAL, S(seconds), .lo = 0, .hi = 1e12, .flags = SET_STATE | SET_KEY_OPTIONAL},
     {.name = "task-ignore", .key = "task_ignore", .type = SET_TEXT, O(task_ignore), .hi = 31,
      .def_help = "the task's own: flipflop 0.8, selective-copy 0.5", .section = SEC_DATA, .metavar = "P",
      .help = "task:flipflop: the probability of an ignore instruction; task:selective-copy: the share of noise tokens "
@@ -205,6 +206,11 @@ int setting_is_set(const options *o, const setting *s) {
     case SET_FLAG: return *(const int *)f != 0;
     default: return 1;
     }
+}
+
+void run_state_release(run_state *st) {
+    free(st->curve);
+    st->curve = NULL, st->n_curve = 0;
 }
 
 int setting_at_default(const setting *s, const options *o, const run_state *st) {

@@ -57,6 +57,13 @@ typedef struct {
     size_t text_used;
 } options;
 
+// One point of a run's learning curve (--eval-every).
+typedef struct {
+    long step;
+    double train_loss, val_loss, order_acc;  // order_acc < 0: not cats
+    double task_acc;                         // < 0: not a task
+} curve_point;
+
 // What a checkpoint holds besides the settings: where the run is.
 typedef struct {
     long vocab;          // the model's vocabulary (the data's)
@@ -68,7 +75,16 @@ typedef struct {
     // and 0 for the built-in corpus). data_known is 0 for version 1 files.
     uint64_t data_size, data_crc;
     int data_known;
+    // The run so far, so that a resumed run continues its record: training
+    // seconds of every earlier invocation, and the learning curve's points
+    // (heap, owned: run_state_release frees them).
+    float seconds;
+    curve_point *curve;
+    int n_curve;
 } run_state;
+
+// Frees what a run_state read from a checkpoint owns (its curve).
+void run_state_release(run_state *st);
 
 typedef enum {
     SET_INT,        // long (run_state: long)

@@ -54,6 +54,10 @@ void test_randomise_weights(model_t *m, unsigned long long seed);
 // per row) — or seg all 0 when causal.
 void test_random_batch(int B, int T, int V, int causal, unsigned long long seed, int *tok, int *tgt, int *seg);
 
+// 1 when two checkpoint files hold the same run: every byte the same but
+// the settings line "seconds=" (wall time), its text length and the checksum.
+int test_ckpt_same_run(const char *a, const char *b);
+
 // x (n) ~ N(0, std²), from its own seeded stream.
 void test_fill_normal(float *x, size_t n, float std, unsigned long long seed);
 

@@ -517,19 +517,6 @@ static int test_sampler_emits_only_text(void) {
     return fails;
 }
 
-static int file_equal(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        if (ca != cb) same = 0;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
-
 // A run stopped at step k and resumed ends with the same bytes — weights,
 // moments, data position — as one that never stopped.
 static int test_resume_equals_uninterrupted(void) {
@@ -543,11 +530,65 @@ static int test_resume_equals_uninterrupted(void) {
         snprintf(a, sizeof a, SMALL " --pe %s --steps 24 --stop-at 10 --save {T}/part.ck", pes[i]);
         s = run_train(a);
         EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "--resume"), "stopped run: %s %s", out_buf, err_buf);
-        EXPECT(!file_equal(tmp_path("full.ck"), tmp_path("part.ck")), "the stopped run should differ before resuming");
+        EXPECT(!test_ckpt_same_run(tmp_path("full.ck"), tmp_path("part.ck")), "the stopped run should differ before resuming");
         s = run_train("--quiet --threads 2 --resume {T}/part.ck --save {T}/part.ck");
         EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resume: %s", err_buf);
-        EXPECT(file_equal(tmp_path("full.ck"), tmp_path("part.ck")), "pe=%s: resumed checkpoint differs from the uninterrupted one", pes[i]);
+        EXPECT(test_ckpt_same_run(tmp_path("full.ck"), tmp_path("part.ck")), "pe=%s: resumed checkpoint differs from the uninterrupted one", pes[i]);
     }
+    return fails;
+}
+
+// 1 when the n bytes at p hold the text w.
+static int memmem_text(const char *p, size_t n, const char *w) {
+    size_t k = strlen(w);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(p + i, w, k) == 0) return 1;
+    return 0;
+}
+
+// The "curve" array of a --json file into out ("" when it has none).
+static void json_curve(const char *path, char *out, size_t cap) {
+    static char json[1 << 16];
+    slurp(tmp_path(path), json, sizeof json);
+    const char *a = strstr(json, "\"curve\": ["), *b = a ? strchr(a, ']') : NULL;
+    snprintf(out, cap, "%.*s", b ? (int)(b - a + 1) : 0, a ? a : "");
+}
+
+// A run stopped and resumed continues its record: its --json curve is the
+// uninterrupted run's (points where that run measured, none at --stop-at),
+// and its training time, in --log and --json, goes on from the first part's.
+static int test_resumed_run_continues_its_record(void) {
+    int fails = 0;
+    remove(tmp_path("rec.log"));
+    int s = run_train(SMALL " --steps 24 --eval-every 4 --json {T}/whole.json");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "uninterrupted run: %s", err_buf);
+    s = run_train(SMALL " --steps 24 --eval-every 4 --stop-at 10 --save {T}/rec.ck --log {T}/rec.log");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "first part: %s", err_buf);
+    static char log[1 << 14];
+    slurp(tmp_path("rec.log"), log, sizeof log);
+    const char *last = strstr(log, "{\"step\": 10, \"loss\"");  // a progress point, not a curve point
+    const char *nl = last ? strchr(last, '\n') : NULL;
+    EXPECT(strstr(log, "\"step\": 8, \"loss\"") && nl && !memmem_text(last, (size_t)(nl - last), "val_loss"),
+           "--log of the first part: %s", log);
+    const char *e1 = last ? strstr(last, "\"elapsed\": ") : NULL;
+    double t1 = e1 ? atof(e1 + 11) : -1;
+    s = run_train("--quiet --threads 2 --eval-every 4 --resume {T}/rec.ck --save {T}/rec.ck --json {T}/rest.json "
+                  "--log {T}/rec.log");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resumed part: %s", err_buf);
+    static char whole[1 << 14], rest[1 << 14];
+    json_curve("whole.json", whole, sizeof whole);
+    json_curve("rest.json", rest, sizeof rest);
+    EXPECT(strstr(whole, "\"step\": 24") && !strcmp(whole, rest), "curves: uninterrupted %s, resumed %s", whole, rest);
+    static char j[1 << 14];
+    slurp(tmp_path("rest.json"), j, sizeof j);
+    const char *p2 = strstr(j, "\"seconds\": ");
+    double t2 = p2 ? atof(p2 + 11) : -1;
+    slurp(tmp_path("rec.log"), log, sizeof log);
+    const char *r = strstr(log, "\"resumed\": true");
+    const char *e2 = r ? strstr(r, "\"elapsed\": ") : NULL;
+    double t3 = e2 ? atof(e2 + 11) : -1;
+    EXPECT(t1 > 0 && t2 > t1 && t3 > t1, "training seconds: %g at the stop, %g in the resumed --json, %g at the resumed "
+           "run's first --log point (both should count the first part)", t1, t2, t3);
     return fails;
 }
 
@@ -916,12 +957,7 @@ static int threads_same_bits(const char *gemm) {
                 int s = run_train(a);
                 EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "%s: %s", a, err_buf);
             }
-            static char c1[1 << 20], c2[1 << 20];
-            FILE *f1 = fopen(tmp_path("threads1.ck"), "rb"), *f2 = fopen(tmp_path("threads2.ck"), "rb");
-            size_t n1 = f1 ? fread(c1, 1, sizeof c1, f1) : 0, n2 = f2 ? fread(c2, 1, sizeof c2, f2) : 0;
-            if (f1) fclose(f1);
-            if (f2) fclose(f2);
-            EXPECT(n1 > 0 && n1 == n2 && !memcmp(c1, c2, n1),
+            EXPECT(test_ckpt_same_run(tmp_path("threads1.ck"), tmp_path("threads2.ck")),
                    "--pe %s %s --gemm %s: the checkpoints of one and two threads differ", specs[i],
                    bidir ? "bidir" : "causal", gemm);
         }
@@ -1011,7 +1047,7 @@ static int test_sigint_then_resume(void) {
     EXPECT(strstr(json, mark) && strstr(json, "\"eval\": []"), "--json of the interrupted run: %.400s", json);
     s = run_train("--quiet --threads 2 --resume {T}/int.ck --save {T}/int.ck");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resume: %s", err_buf);
-    EXPECT(file_equal(tmp_path("whole.ck"), tmp_path("int.ck")), "interrupted at step %ld and resumed: differs from the uninterrupted run", at);
+    EXPECT(test_ckpt_same_run(tmp_path("whole.ck"), tmp_path("int.ck")), "interrupted at step %ld and resumed: differs from the uninterrupted run", at);
     return fails;
 }
 
@@ -1634,6 +1670,7 @@ const test_case cli_tests[] = {
     {"cli/outputs_checked_before_training", test_outputs_checked_before_training},
     {"cli/json_is_utf8", test_json_is_utf8},
     {"cli/resume_equals_uninterrupted", test_resume_equals_uninterrupted},
+    {"cli/resumed_run_continues_its_record", test_resumed_run_continues_its_record},
     {"cli/load_json_and_learned_refusal", test_load_json_and_refusal},
     {"cli/until_solved", test_until_solved},
     {"cli/load_task_keeps_training_sizes", test_load_task_keeps_training_sizes},

@@ -86,6 +86,51 @@ void test_randomise_weights(model_t *m, unsigned long long seed) {
     }
 }
 
+// A whole file into a new buffer (*n bytes), or NULL.
+static unsigned char *file_bytes(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char *p = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (size_t got = 1; got > 0; *n += got) {
+        if (*n == cap) p = realloc(p, cap = cap ? 2 * cap : 1 << 16);
+        got = fread(p + *n, 1, cap - *n, f);
+    }
+    fclose(f);
+    return p;
+}
+
+int test_ckpt_same_run(const char *a, const char *b) {
+    size_t n[2];
+    unsigned char *f[2] = {file_bytes(a, &n[0]), file_bytes(b, &n[1])};
+    const size_t fixed = 28;  // magic, version, flags, parameters, text length
+    int same = f[0] && f[1] && n[0] > fixed + 4 && n[1] > fixed + 4 && memcmp(f[0], f[1], 24) == 0;
+    const unsigned char *text[2], *rest[2];
+    size_t tn[2], rn[2];
+    for (int i = 0; same && i < 2; i++) {
+        size_t len = f[i][24] | f[i][25] << 8 | (size_t)f[i][26] << 16 | (size_t)f[i][27] << 24;
+        same = fixed + len + 4 <= n[i];
+        if (!same) break;
+        text[i] = f[i] + fixed, tn[i] = len;
+        rest[i] = text[i] + len, rn[i] = n[i] - fixed - len - 4;
+        const unsigned char *s = NULL;  // the line "seconds=…" (never the first)
+        for (size_t k = 0; !s && k + 9 <= len; k++)
+            if (memcmp(text[i] + k, "\nseconds=", 9) == 0) s = text[i] + k;
+        if (s) {  // the line left out: the text before it, then after it
+            const unsigned char *e = memchr(s + 1, '\n', (size_t)(text[i] + len - s - 1));
+            size_t cut = e ? (size_t)(e - s) : 0;
+            memmove((unsigned char *)s, s + cut, (size_t)(text[i] + len - s - cut));
+            tn[i] -= cut;
+        }
+    }
+    same = same && tn[0] == tn[1] && memcmp(text[0], text[1], tn[0]) == 0 && rn[0] == rn[1] &&
+           memcmp(rest[0], rest[1], rn[0]) == 0;
+    free(f[0]);
+    free(f[1]);
+    return same;
+}
+
 void test_fill_normal(float *x, size_t n, float std, unsigned long long seed) {
     rng_t r = {seed};
     for (size_t i = 0; i < n; i++) x[i] = std * rng_normal(&r);

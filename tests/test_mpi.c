@@ -79,7 +79,10 @@ static int test_two_processes_one_step(void) {
     EXPECT(close_enough(e2, e1), "eval loss: 2 processes %.7f, 1 process %.7f", e2, e1);
     // the same two-process run again: the same bytes
     sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --batch 4 --save %s/again.ck", 2, dir);
-    EXPECT(sh("cmp %s/two.ck %s/again.ck", dir, dir) == 0, "two identical two-process runs saved different checkpoints");
+    char two[512], again[512];
+    snprintf(two, sizeof two, "%s/two.ck", dir);
+    snprintf(again, sizeof again, "%s/again.ck", dir);
+    EXPECT(test_ckpt_same_run(two, again), "two identical two-process runs saved different checkpoints");
     return fails;
 }
 
@@ -161,11 +164,15 @@ static int test_signal_to_one_process(void) {
     int rounds = 5, saved = 0;
     for (int round = 0; round < rounds; round++) {
         sh("rm -f %s/one.ck", dir);
-        // in the background, under a generous hang guard; rank 1's pid is the larger of the two
-        int s = sh("(timeout 300 " MPIRUN "./train-mpi " SHAPE "--steps 5000 --batch 4 --save %s/one.ck > %s/one.out 2>&1; "
-                   "echo $? > %s/one.rc) & sleep %.2f; "
+        // in the background, under a generous hang guard; rank 1's pid is the larger of the two. The signal
+        // goes some time after training began (--log's first line: both processes are set up), not after a
+        // fixed time from the start, which a loaded machine can spend still starting.
+        sh("rm -f %s/one.log", dir);
+        int s = sh("(timeout 300 " MPIRUN "./train-mpi " SHAPE "--steps 5000 --until-solved 0 --batch 4 --save %s/one.ck "
+                   "--log %s/one.log > %s/one.out 2>&1; echo $? > %s/one.rc) & "
+                   "for i in $(seq 1200); do [ -s %s/one.log ] && break; sleep 0.05; done; sleep %.2f; "
                    "kill -INT $(pgrep -f '^./train-mpi .*%s/one.ck' | sort -n | tail -1); wait",
-                   2, dir, dir, dir, 1.0 + 0.3 * round, dir);
+                   2, dir, dir, dir, dir, dir, 0.1 + 0.3 * round, dir);
         char path[128], rc[16] = "";
         snprintf(path, sizeof path, "%s/one.rc", dir);
         FILE *f = fopen(path, "r");
