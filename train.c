@@ -335,13 +335,17 @@ static void resolve_task(options *o, run_t *r, int from) {
     if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len(r->d.task, r->d.train_len.hi);
 }
 
-// Order is measured as time to solve (README "Order"): on cats a new run's
+// Order is measured as time to solve (docs/experiments.md): on cats a new run's
 // budget is a cap of CATS_STEP_CAP steps, the curve is measured every
 // CATS_EVAL_EVERY steps, and training stops at the first point where
 // order_acc reaches --until-solved (CATS_SOLVE_ACC unless given).
 #define CATS_STEP_CAP 20000
 #define CATS_EVAL_EVERY 100
 #define CATS_SOLVE_ACC 0.99f
+
+// The default warmup (300 steps) is at most this share of a run's steps:
+// a short run warms up, trains at its peak and decays, as a long one does.
+#define WARMUP_SHARE 5
 
 // On a task --until-solved is off unless given; given, it reads task_acc at
 // each --eval-every point (CATS_EVAL_EVERY unless given).
@@ -481,11 +485,10 @@ static void resolve_run(options *o, run_t *r) {
     if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))
         die_usage("--stop-at %ld ends the run before its evaluation, so --json, --attn-png, --sample and --eval-ctx would "
                   "do nothing; give them when you --resume", o->stop_at);
-    if (o->warmup > o->steps && o->steps > 0 && !from) {  // the default adapts to a short run; a value given does not
-        if (options_given(o, "warmup"))
-            die_usage("--warmup %ld is longer than --steps %ld; give a --warmup of at most %ld", o->warmup, o->steps, o->steps);
-        o->warmup = o->steps;
-    }
+    if (!from && options_given(o, "warmup") && o->warmup > o->steps && o->steps > 0)
+        die_usage("--warmup %ld is longer than --steps %ld; give a --warmup of at most %ld", o->warmup, o->steps, o->steps);
+    if (!from && !options_given(o, "warmup") && o->warmup > o->steps / WARMUP_SHARE)  // the default fits a short run
+        o->warmup = o->steps / WARMUP_SHARE;
     if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
     if (!(o->stop_at && o->stop_at < o->steps)) check_evaluations(o, r);
 }
@@ -1121,6 +1124,8 @@ static void print_header(const options *o, const run_t *r) {
         }
     }
     if (c->rand_pos) printf(" rand-pos=%d", c->rand_pos);
+    if (o->steps > r->start_step)  // the schedule in effect: warmup to the peak, then cosine to a tenth of it
+        printf(" lr=%g warmup=%ld", o->lr, o->warmup);
     if (dist_size() > 1) printf(" processes=%d (global batch %ld)", dist_size(), o->batch * dist_size());
     printf("\n");
     fflush(stdout);  // seen at once through a pipe or a file: the run has started

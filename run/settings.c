@@ -28,7 +28,7 @@ static const char SEC_DATA[] = "data", SEC_MODEL[] = "model", SEC_PE[] = "positi
 #define RUN_ROW .refused = WITH_LOAD | WITH_RESUME, .from_file = WITH_RESUME  // the resumed run's schedule
 
 // The rows that a checkpoint stores come in the order of its settings text
-// (README "Checkpoint format"): a file written today has the same bytes as
+// (docs/checkpoint.md): a file written today has the same bytes as
 // one written before this table existed. --help groups the rows by section.
 const setting settings_schema[] = {
     {.name = "pe", .key = "pe", .type = SET_TEXT, O(pe), .hi = sizeof ((model_config *)0)->pe - 1, .def = "rope",
@@ -58,7 +58,8 @@ const setting settings_schema[] = {
     {.name = "batch", .key = "batch", .type = SET_INT, O(batch), .lo = 1, .hi = 1 << 16, .def = "16", .section = SEC_TRAIN,
      .metavar = "N", .help = "sequences per step (per process under MPI)", .flags = SET_PER_PROCESS, RUN_ROW},
     {.name = "warmup", .key = "warmup", .type = SET_INT, O(warmup), .lo = 0, .hi = INT_MAX, .def = "300",
-     .section = SEC_TRAIN, .metavar = "N", .help = "linear warmup steps", RUN_ROW},
+     .def_help = "300, at most a fifth of --steps", .section = SEC_TRAIN, .metavar = "N",
+     .help = "linear warmup steps (then cosine decay to a tenth of --lr at the last step)", RUN_ROW},
     {.name = "lr", .key = "lr", .type = SET_REAL, O(lr), .lo = 0, .hi = 10, .def = "3e-3", .section = SEC_TRAIN,
      .metavar = "X", .help = "peak learning rate", RUN_ROW},
     {.name = "wd", .key = "wd", .type = SET_REAL, O(wd), .lo = 0, .hi = 10, .def = "0.1", .section = SEC_TRAIN,
@@ -88,7 +89,7 @@ const setting settings_schema[] = {
      .help = "llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin): --sample on a token shard prints text, not token ids",
      .needs_corpus = CORPUS_GPT2, .needs_why = "needs --data with an llm.c token shard"},
     {.name = "task-len", .type = SET_TEXT, O(task_len), .def = "1:16", .section = SEC_DATA, .metavar = "A:B",
-     .help = "task:NAME: training instances have sizes A..B (README \"Tasks\")", .refused = WITH_LOAD,
+     .help = "task:NAME: training instances have sizes A..B (docs/data.md)", .refused = WITH_LOAD,
      .needs_corpus = CORPUS_TASKS, .needs_why = "needs --data task:NAME (a built-in task)"},
     {.name = "test-len", .type = SET_TEXT, O(test_len), .def_help = "2x and 4x the longest training size",
      .section = SEC_DATA, .metavar = "A:B,...", .help = "task:NAME: test sizes, each range scored on its own",
@@ -103,16 +104,16 @@ const setting settings_schema[] = {
              "unsolved); 0: train every step",
      .refused = WITH_LOAD},
     {.name = "threads", .type = SET_INT, O(threads), .lo = 1, .hi = 1024, .def_help = "all cores", .section = SEC_TRAIN,
-     .metavar = "N", .help = "OpenMP threads (OpenBLAS is held to one: README \"Threads\")",
+     .metavar = "N", .help = "OpenMP threads (OpenBLAS is held to one: docs/performance.md)",
      .flags = SET_LOCAL},
     {.name = "gemm", .type = SET_CHOICE, O(gemm), .def = "auto", .choices = gemm_choices, .section = SEC_TRAIN,
      .metavar = "E",
      .help = "matrix engine: openblas, onednn (when built with Debian's libdnnl-dev), or auto (oneDNN on a CPU with "
-             "AVX-512, else OpenBLAS); the engines' last bits differ; --json records the one used (README \"Threads\")"},
+             "AVX-512, else OpenBLAS); the engines' last bits differ; --json records the one used (docs/performance.md)"},
     {.name = "attn-kernel", .type = SET_CHOICE, O(attn_kernel), .def = "blocks", .choices = attn_kernels,
      .section = SEC_TRAIN, .metavar = "K",
      .help = "blocks (keeps the attention weights for the backward pass) or fused (keeps two numbers per row and "
-             "recomputes them: memory linear in --ctx; README \"Attention kernels\")"},
+             "recomputes them: memory linear in --ctx; docs/performance.md)"},
     {.name = "log-every", .type = SET_INT, O(log_every), .lo = 1, .hi = 1L << 40, .def_help = "steps/10",
      .section = SEC_TRAIN, .metavar = "N", .help = "progress line every N steps", .refused = WITH_LOAD},
     {.name = "stop-at", .type = SET_INT, O(stop_at), .lo = 1, .hi = 1L << 40, .section = SEC_TRAIN, .metavar = "N",
@@ -130,10 +131,10 @@ const setting settings_schema[] = {
              "causal only)"},
     {.name = "attn-stats", .type = SET_FLAG, O(attn_stats), .section = SEC_OUT,
      .help = "at each --eval-ctx length, where each head's attention goes: the weight on the first token and beyond "
-             "distances 16, 64 and 256 (into --json; README \"Evaluation\")"},
+             "distances 16, 64 and 256 (into --json; docs/model.md)"},
     {.name = "probe-positions", .type = SET_FLAG, O(probe_positions), .section = SEC_OUT,
      .help = "at each --eval-ctx length, how well a linear probe reads each token's position from the input and each "
-             "block's output (held-out R², into --json; README \"Evaluation\")"},
+             "block's output (held-out R², into --json; docs/model.md)"},
     {.name = "eval-tokens", .type = SET_INT, O(eval_tokens), .lo = 1, .hi = 1L << 32, .def = "16384", .section = SEC_OUT,
      .metavar = "N", .help = "tokens scored per evaluation length, at most"},
     {.name = "save", .type = SET_TEXT, O(save), .section = SEC_OUT, .metavar = "FILE",
