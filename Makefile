@@ -112,7 +112,7 @@ fuzz: tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli
 	done
 
 # The experiments: the Snakemake workflow lab/Snakefile, defined by
-# lab/config.yaml (README "Experiments"). RUNDIR keeps every run, so running
+# lab/config.yaml (docs/workflow.md). RUNDIR keeps every run, so running
 # again resumes; TEXT is the text corpus (default: the config's, downloaded
 # and checked); JOBS runs at a time. make experiments publishes the tables
 # and figures into results/ (ONLY="EXP …": those experiments' only); lab/run
@@ -137,10 +137,10 @@ claims: deps-lab
 claims-check:
 	$(CLAIMS) --check docs/claims.md
 
-# The README's results tables copied from results/ (after a marker line
+# The results tables of the README and docs/experiments.md copied from results/ (after a marker line
 # `<!-- results/EXP.md table K -->`); readme-check also fails on a number in
 # its results sections that results/ and the ledger do not have.
-README_TOOL = /usr/bin/python3 -c 'import sys; sys.path.insert(0, "lab"); from pelab_lab.readme import main; sys.exit(main())' README.md results docs/claims.md
+README_TOOL = /usr/bin/python3 -c 'import sys; sys.path.insert(0, "lab"); from pelab_lab.readme import main; sys.exit(main())' README.md docs/experiments.md results docs/claims.md
 readme: deps-lab
 	$(README_TOOL) --write
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The attention-kernel part of `make bench` (README "Attention kernels"): the
+# The attention-kernel part of `make bench` (docs/performance.md): the
 # reference model (d 256, 4 layers, 8 heads, byte vocabulary, RoPE, causal,
 # 2 threads) trained with --attn-kernel blocks and fused at contexts 256 to
 # 4096, 8192 tokens per step (--batch 8192/ctx), STEPS steps each: training

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MPI part of `make bench` (README "Benchmark"): the reference model
+# The MPI part of `make bench` (docs/performance.md): the reference model
 # (d 256, 4 layers, 8 heads, ctx 256, byte vocabulary, RoPE, causal) trained
 # on random bytes by 1 process × 2 threads with --batch 16 and by 2 processes
 # × 1 thread with --batch 8 each (the same global batch): tokens/s and the

@@ -1,4 +1,4 @@
-// bench.c — `make bench`: training and evaluation speed at the README's reference
+// bench.c — `make bench`: training and evaluation speed at docs/performance.md's reference
 // configuration (d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary,
 // rope), the machine's sgemm rate at the model's shapes, the share of it the
 // training step reaches, a per-op breakdown, peak memory, and PyTorch's speed

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// Exit statuses (README "Reliability"): 2 for a bad option or value, 1 for a runtime
+// Exit statuses (docs/reliability.md): 2 for a bad option or value, 1 for a runtime
 // failure. Both print a message on stderr first.
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 1

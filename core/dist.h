@@ -1,4 +1,4 @@
-// dist.h — data-parallel training across processes (README "On many machines: MPI"): the
+// dist.h — data-parallel training across processes (docs/mpi.md): the
 // process's rank and the number of processes, sums across them, and the
 // ways out. Built with -DPELAB_MPI (make MPI=1, or the train-mpi binary) it
 // runs over MPI; otherwise there is one process and every call is trivial.

@@ -39,7 +39,7 @@ int startup_environment(char **argv) {
 #ifdef _OPENMP
     // libgomp's default spins idle threads for 300,000 rounds at every
     // barrier; with other processes on the same cores the spinning threads
-    // and the others slow each other (README "Threads"). Sleeping at once
+    // and the others slow each other (docs/performance.md). Sleeping at once
     // (OMP_WAIT_POLICY=PASSIVE) costs 1.8x on an idle machine; a short spin
     // then sleep costs nothing measurable idle and keeps most of the gain.
     // Results do not change: only waiting.

@@ -2,7 +2,7 @@
 // --data spec names in its registry (CORPUS_LIST) and asks it. One file per
 // kind: cats.c (the built-in order corpus), tasks.c (task:NAME), shard.c
 // (llm.c's token shards), bytes.c (any other file, a byte per token).
-// Adding a corpus is one file and one word in CORPUS_LIST (README "Adding
+// Adding a corpus is one file and one word in CORPUS_LIST (docs/extending.md "Adding
 // a corpus"). Only data/ and the tests include this header.
 #ifndef PELAB_CORPUS_H
 #define PELAB_CORPUS_H

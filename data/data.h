@@ -1,4 +1,4 @@
-// data.h — the corpora of README "Data": the built-in word-level `cats`
+// data.h — the corpora of docs/data.md: the built-in word-level `cats`
 // corpus, the built-in tasks (task:NAME, data/tasks.c), llm.c's token
 // shards and any other file as bytes. Each hands out rows of tokens, targets (-1 = no loss) and segment
 // ids, deterministically from --seed.

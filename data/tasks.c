@@ -1,6 +1,6 @@
-// tasks.c — the task generators of README "Tasks". Each writes one instance
+// tasks.c — the task generators of docs/data.md. Each writes one instance
 // of size n from the stream rng; answer[t] marks the tokens the model must
-// produce (scored under teacher forcing, README "Tasks").
+// produce (scored under teacher forcing, docs/data.md).
 //
 //   copy            3141|3141.        the n digits again
 //   reverse         3141|1413.        in reverse order

@@ -1,4 +1,4 @@
-// tasks.h — the length-generalisation tasks of README "Tasks" (--data
+// tasks.h — the length-generalisation tasks of docs/data.md (--data
 // task:NAME): copy, reverse, addition, sort, count, selective-copy,
 // flipflop, parity, even-pairs and passkey, generated from a random stream. An instance of size n is a row of
 // tokens in which some are answer tokens: the loss and the score are on

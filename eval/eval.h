@@ -1,4 +1,4 @@
-// eval.h — README "Evaluation": perplexity over non-overlapping windows, each
+// eval.h — docs/model.md: perplexity over non-overlapping windows, each
 // scored on its own, and the order probe on cats.
 #ifndef PELAB_EVAL_H
 #define PELAB_EVAL_H
@@ -32,7 +32,7 @@ void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval
 // the model reads sub-windows of W starting every eval_window_stride(W)
 // tokens, each scoring the targets past the previous one's end, so a target
 // has all its context within the first W tokens and W-S+1 to W after them
-// (README "Evaluation"). attn_stats, when not NULL (layers, heads,
+// (docs/model.md). attn_stats, when not NULL (layers, heads,
 // ATTN_NSTAT doubles), receives where the attention weights went, summed
 // over every query row scored (attn.h).
 void eval_perplexity_window(model_t *m, const data_t *d, int L, int W, size_t max_tokens, double *attn_stats,
@@ -44,7 +44,7 @@ size_t eval_window_stride(int W);
 size_t eval_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
 // A task's accuracy at the sizes r: `count` instances from a fixed stream
 // (`stream` picks it), each right when every answer token is the argmax
-// (README "Tasks"). ok = 0 with err when the encoding cannot reach the
+// (docs/data.md). ok = 0 with err when the encoding cannot reach the
 // length.
 typedef struct {
     task_range r;

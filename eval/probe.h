@@ -1,6 +1,6 @@
 // probe.h — does the model know where a token is? A linear probe of each
 // token's index in its window from the model's hidden states, one per layer
-// (README "Evaluation": --probe-positions).
+// (docs/model.md: --probe-positions).
 #ifndef PELAB_PROBE_H
 #define PELAB_PROBE_H
 

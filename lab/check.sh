@@ -152,7 +152,7 @@ echo "== the claims ledger"
 check "the ledger is computed from the QUICK workflow's tables" \
   bash -c "[ \$(grep -c '^## [0-9]' '$scratch/claims.md') -eq \$(grep -c '^  - id:' lab/claims.yaml) ]"
 check "docs/claims.md is what the committed results/ give (make claims)" make -s claims-check
-check "the README's results tables and numbers are what results/ and the ledger give (make readme-check)" \
+check "the results in the README and docs/experiments.md are what results/ and the ledger give (make readme-check)" \
   make -s readme-check
 
 echo "$passed passed, $failed failed"

@@ -11,7 +11,7 @@
 # It needs root (the daemons run as root here) and Debian's slurm-wlm and
 # munge (scripts/install-deps.sh --slurm; make slurm-check installs them).
 # The command it runs the workflow with is the
-# one the README gives for a real cluster, with this cluster's partition.
+# one docs/workflow.md gives for a real cluster, with this cluster's partition.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -93,7 +93,7 @@ passed=0 failed=0
 ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1"; failed=$((failed + 1)); }
 t0=$(date +%s)
-# The README's cluster command (lab/run passes the options to Snakemake).
+# docs/workflow.md's cluster command (lab/run passes the options to Snakemake).
 if lab/run --quick --text "$text" "$work/out" -j 8 \
      --cluster "sbatch --parsable --partition=pelab --cpus-per-task={threads} --job-name=pelab-{rule} --output=logs/slurm/%j.out" \
      --cluster-status "$repo/lab/slurm-status" --cluster-cancel scancel --latency-wait 30 \

@@ -1,4 +1,4 @@
-// model.h — the pre-LayerNorm GPT-style model (README "The model").
+// model.h — the pre-LayerNorm GPT-style model (docs/model.md).
 #ifndef PELAB_MODEL_H
 #define PELAB_MODEL_H
 
@@ -81,7 +81,7 @@ void model_create(model_t *m, const model_config *cfg);
 void model_free(model_t *m);
 // The number of parameters cfg implies, without allocating them.
 size_t model_param_count(const model_config *cfg);
-// Draws the initial weights from seed (README "The model": initialisation).
+// Draws the initial weights from seed (docs/model.md: initialisation).
 void model_init_weights(model_t *m, unsigned long long seed);
 size_t model_num_params(const model_t *m);
 // The longest context the model can be evaluated at (a learned table ends at

@@ -1,7 +1,7 @@
 // ckpt.h — checkpoints: the run's settings and state (the settings schema
 // of run/settings.c says which and in what order), the weights, the AdamW
 // moments. Every number in the file is little-endian, on any
-// host. Format version 2 (README "Checkpoint format"):
+// host. Format version 2 (docs/checkpoint.md):
 //   magic "PELABCK1" (8 bytes), u32 version = 2, u32 flags (bit 0: optimiser
 //   state present), u64 number of parameters N, u32 length S of the settings
 //   text, S bytes of "key=value\n" lines (the model's shape and encodings,

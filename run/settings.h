@@ -4,7 +4,7 @@
 // value replaces it, what it needs to have an effect, its help text. The
 // parser and --help (cli/options.c), the checkpoint's writer and reader
 // (run/ckpt.c), the JSON "config", the comparison of the processes' settings
-// under MPI and the README check all read it, so adding a setting is one row
+// under MPI and the options page's test all read it, so adding a setting is one row
 // (and a field below). The encodings' own options (--rope-base …) are
 // declared in their files (model/pe/) and stand in the schema as one row.
 #ifndef PELAB_SETTINGS_H

@@ -9,7 +9,7 @@
 # the timing fields removed. Exit 0 when every pair is
 # identical. After a change to the C source that should leave results alone
 # (a refactor, a new option), this is the evidence `lab/run DIR --touch`
-# needs (README "Experiments: the workflow").
+# needs (docs/workflow.md).
 set -uo pipefail
 [ $# -eq 2 ] || { echo "usage: scripts/same-bits.sh OLD_TRAIN NEW_TRAIN" >&2; exit 2; }
 old=$(realpath "$1") new=$(realpath "$2")

@@ -1,7 +1,7 @@
 // test_cli.c — the command line as a user meets it: every bad option, value,
 // combination or file exits with status 2 (usage) or 1 (runtime), names the
 // problem on stderr, and is never killed by a signal; and the good paths
-// (resume, load, json, refusal per length) do what the README says.
+// (resume, load, json, refusal per length) do what docs/ says.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -124,7 +124,7 @@ static void write_file(const char *path, const void *data, size_t n) {
     fclose(f);
 }
 
-// An llm.c token shard (README "Data"): header of 256 int32 (magic,
+// An llm.c token shard (docs/data.md): header of 256 int32 (magic,
 // version, count) and n uint16 tokens from a small cycle, with the header's
 // version and count as given and `cut` bytes left off the end.
 static void write_shard(const char *path, int version, int count, int n, int cut, int bad_token) {
@@ -326,7 +326,7 @@ static int test_bad_input_table(void) {
     return fails;
 }
 
-// --help, --list-pe and the README's options table list every option of the
+// --help, --list-pe and docs/options.md's table list every option of the
 // table and of every encoding, and every encoding of the registry: all read
 // from the same tables, so a new option or encoding cannot be left out.
 static int test_help_lists_every_option(void) {
@@ -341,13 +341,13 @@ static int test_help_lists_every_option(void) {
         EXPECT(cols <= 80, "--help has a line of %zu columns: %.*s", cols, (int)len, line);
         line += len + (line[len] == '\n');
     }
-    FILE *f = fopen("README.md", "r");
+    FILE *f = fopen("docs/options.md", "r");
     size_t n = f ? fread(readme, 1, sizeof readme - 1, f) : 0;
     readme[n] = '\0';
     if (f) fclose(f);
-    const char *table = strstr(readme, "### Options");
+    const char *table = strstr(readme, "## Options");
     const char *table_end = table ? strstr(table + 1, "\n## ") : NULL;
-    EXPECT(table != NULL, "README.md has no '### Options' section");
+    EXPECT(table != NULL, "docs/options.md has no '## Options' section");
     char names[128][48];
     int count = 0;
     for (int i = 0; i < settings_count && count < 128; i++)
@@ -363,9 +363,9 @@ static int test_help_lists_every_option(void) {
         snprintf(word, sizeof word, "`%.40s", names[i]);
         const char *at = table ? strstr(table, word) : NULL;
         while (at && at[strlen(word)] != ' ' && at[strlen(word)] != '`') at = strstr(at + 1, word);
-        EXPECT(at && (!table_end || at < table_end), "README's options table lacks %s", names[i]);
+        EXPECT(at && (!table_end || at < table_end), "docs/options.md's table lacks %s", names[i]);
     }
-    // the README's default column says each row's default (the schema's text)
+    // the table's default column says each row's default (the schema's text)
     for (int i = 0; table && i < settings_count; i++) {
         const setting *r = &settings_schema[i];
         if (!r->name || !r->def || r->type == SET_FLAG) continue;
@@ -376,7 +376,7 @@ static int test_help_lists_every_option(void) {
         const char *end = cell ? strstr(cell + 2, " |") : NULL;
         char text[256] = "";
         if (end) snprintf(text, sizeof text, "%.*s", (int)(end - cell - 2), cell + 2);
-        EXPECT(end && strstr(text, r->def), "README's options table: --%s's default is '%s', the schema's %s", r->name, text,
+        EXPECT(end && strstr(text, r->def), "docs/options.md's table: --%s's default is '%s', the schema's %s", r->name, text,
                r->def);
     }
     s = run_train("--list-pe");
@@ -508,6 +508,32 @@ static int test_resume_checks_the_corpus(void) {
     return fails;
 }
 
+// docs/checkpoint.md names every tensor of every encoding (by the name the
+// parameter table gives it, in backquotes) and every encoding: a new
+// encoding's tensors cannot go undocumented.
+static int test_checkpoint_page_lists_every_tensor(void) {
+    int fails = 0;
+    static char page[1 << 17];
+    slurp("docs/checkpoint.md", page, sizeof page);
+    EXPECT(page[0], "cannot read docs/checkpoint.md");
+    for (int k = 0; k < pe_registry_count && page[0]; k++) {
+        const char *name = pe_registry[k]->name;
+        char want[64];
+        snprintf(want, sizeof want, "`%s`", name);
+        EXPECT(strstr(page, want), "docs/checkpoint.md does not name the encoding %s", want);
+        model_config c;
+        test_tiny_config(&c, name, test_mode_allowed(name, 0) ? 0 : 1);
+        model_t m;
+        model_create(&m, &c);
+        for (int t = 0; t < m.tab.n; t++) {
+            snprintf(want, sizeof want, "`%s`", m.tab.t[t].name);
+            EXPECT(strstr(page, want), "docs/checkpoint.md does not list %s's tensor %s", name, want);
+        }
+        model_free(&m);
+    }
+    return fails;
+}
+
 // The sampler never emits [MASK] or cats' padding, even from an untrained model.
 static int test_sampler_emits_only_text(void) {
     int fails = 0;
@@ -592,7 +618,7 @@ static int test_resumed_run_continues_its_record(void) {
     return fails;
 }
 
-// --load reproduces the trained model's evaluation; --json holds the README's keys;
+// --load reproduces the trained model's evaluation; --json holds the keys docs/options.md lists;
 // a learned model refuses the long length but runs the others.
 static int test_load_json_and_refusal(void) {
     int fails = 0;
@@ -721,7 +747,7 @@ static int test_replaced_files_keep_their_mode(void) {
     return fails;
 }
 
-// --until-solved (README "Order"): on cats training stops at the first
+// --until-solved (docs/experiments.md): on cats training stops at the first
 // --eval-every point where order_acc reaches the threshold, and --json says
 // at which step; a run that reaches --steps first is recorded as censored.
 // Refused where there is no order probe or no curve to check it on.
@@ -932,7 +958,7 @@ static int test_task_copy_learned(void) {
 
 // The thread count does not change a single bit: the matrix products split
 // their rows into fixed blocks, attention runs a head per thread, and every
-// sum has one order (README "Threads"). Checkpoints after 12 steps at one
+// sum has one order (docs/performance.md). Checkpoints after 12 steps at one
 // and at two threads are byte for byte the same, for every kind of encoding.
 // One and two threads give the same checkpoint, with the matrix engine
 // `gemm` (an engine not built in: skipped).
@@ -1653,6 +1679,7 @@ const test_case cli_tests[] = {
     {"cli/log_continues_over_resume", test_log_continues_over_resume},
     {"cli/bad_input_table", test_bad_input_table},
     {"cli/help_lists_every_option", test_help_lists_every_option},
+    {"docs/checkpoint_page_lists_every_tensor", test_checkpoint_page_lists_every_tensor},
     {"cli/options_belong_to_encodings", test_options_belong_to_encodings},
     {"cli/v1_checkpoints_still_load", test_v1_checkpoints_still_load},
     {"cli/resume_checks_the_corpus", test_resume_checks_the_corpus},

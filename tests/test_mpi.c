@@ -1,4 +1,4 @@
-// test_mpi.c — data-parallel training over MPI (README "MPI"), with
+// test_mpi.c — data-parallel training over MPI (docs/mpi.md), with
 // ./train-mpi under mpirun: two processes with --batch 4 take the same steps
 // as one with --batch 8, twice the same bytes, a checkpoint of two processes
 // resumes in one, and one process dying ends the job with a non-zero status
@@ -23,7 +23,7 @@ static char out[1 << 14];
 static int have_mpi(void) {
     struct stat st;
     if (stat("./train-mpi", &st) != 0 || system("command -v mpirun >/dev/null 2>&1") != 0) return 0;
-    if (geteuid() == 0) {  // OpenMPI refuses root unless told (README "MPI")
+    if (geteuid() == 0) {  // OpenMPI refuses root unless told (docs/mpi.md)
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     }

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """An independent PyTorch reference for pelab's model.
 
-Reads a pelab checkpoint by the byte layout the README documents, builds the
-same model from the README's formulas with ordinary PyTorch tensor code (full T x T
+Reads a pelab checkpoint by the byte layout docs/checkpoint.md documents, builds the
+same model from the formulas of docs/model.md and docs/encodings.md with ordinary PyTorch tensor code (full T x T
 attention, autograd for the gradients), and writes the loss and the gradient
 of every parameter, so the C implementation can be compared against it.
 
@@ -52,7 +52,7 @@ def set_options(cfg, opts):
 
 def read_checkpoint(path):
     """(cfg, params) from a version 1 or 2 checkpoint, with every encoding
-    option resolved to the value the model uses (README "Position encodings")."""
+    option resolved to the value the model uses (docs/encodings.md)."""
     raw = open(path, "rb").read()
     if raw[:8] != b"PELABCK1":
         raise SystemExit(f"{path}: not a pelab checkpoint")
@@ -191,7 +191,7 @@ def rope(x, base, pos, fraction=1.0):
 
 
 def distance_bias(cfg, P, l, n):
-    """(H, T, T) bias of layer l for the distances n = i - j (README "Position encodings")."""
+    """(H, T, T) bias of layer l for the distances n = i - j (docs/encodings.md)."""
     H = cfg["heads"]
     a = n.abs().to(torch.float32)[None]
     if cfg["pe"].endswith("kerple"):

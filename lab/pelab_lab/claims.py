@@ -293,6 +293,12 @@ def render(evaluated, claims_file):
     for i, e in enumerate(evaluated, 1):
         lines.append(f"| {i} | {e['paper']} | {e['claim']} ({e['source']}) | experiment `{e['experiment']}`, "
                      f"{len(e['results'])} comparison(s) of {e['metric']} | **{e['verdict']}** |")
+    lines += ["", "## Verdicts at a glance", "", "| verdict | claims | which |", "|---|---|---|"]
+    seen = {e["verdict"] for e in evaluated}
+    for v in list(VERDICTS) + sorted(seen - set(VERDICTS)):
+        rows = [f"{i} {e['paper']}" for i, e in enumerate(evaluated, 1) if e["verdict"] == v]
+        if rows:
+            lines.append(f"| {v} | {len(rows)} | {'; '.join(rows)} |")
     for i, e in enumerate(evaluated, 1):
         pe = e.get("paper_effect") or {}
         lines += ["", f"## {i}. {e['paper']}: {e['verdict']}", "",

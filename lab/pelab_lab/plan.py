@@ -413,7 +413,7 @@ def blas_env(config):
     OpenBLAS's own pick). The kernel decides the last bits of every number,
     and on cats which side of a plateau a run ends on, so pinning it makes a
     run folder's BLAS the same on every machine that can run it (the build
-    still differs between CPUs: README "Machines and bits")."""
+    still differs between CPUs: docs/experiments.md)."""
     k = config.get("blas_kernel") or ""
     if not k:
         return {}

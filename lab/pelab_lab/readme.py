@@ -1,23 +1,24 @@
-"""The README's results, kept to what the results give.
+"""The results in the README and docs/experiments.md, kept to what the results give.
 
-  python3 -m pelab_lab.readme README.md results docs/claims.md [--write]
+  python3 -m pelab_lab.readme README.md docs/experiments.md results docs/claims.md [--write]
 
-1. Tables: a line `<!-- results/EXP.md table K -->` is followed by the K-th
-   Markdown table of that file (1 = the first), copied; --write copies them
-   again from the results, without it a table that differs is an error.
-2. Numbers: in the results sections (RESULT_SECTIONS), every number written
-   with a decimal point outside those tables must appear, as written, in
-   results/*.md or the claims ledger; a number that does not was typed by
-   hand and is reported.
+1. Tables: a line `<!-- results/EXP.md table K -->` (or `docs/PAGE.md`) is
+   followed by the K-th Markdown table of that file (1 = the first, paths
+   from the repository's top), copied; --write copies them again, without it
+   a table that differs is an error.
+2. Numbers: every number written with a decimal point outside those tables,
+   in the results sections (all of docs/experiments.md; the README's
+   RESULT_SECTIONS), must appear, as written, in results/*.md or the claims
+   ledger; a number that does not was typed by hand and is reported.
 Exit 1 with the list of what is out of date (CI runs it).
 """
 import re
 import sys
 from pathlib import Path
 
-MARK = re.compile(r"^<!-- (results/[\w.-]+\.md) table (\d+) -->$")
-RESULT_SECTIONS = ("## Order", "### Tasks: what the encodings do with them", "### Every encoding with the defaults",
-                   "## Extrapolation", "### Sweeps")
+MARK = re.compile(r"^<!-- ((?:results|docs)/[\w.-]+\.md) table (\d+) -->$")
+RESULT_SECTIONS = ("## What it finds",)   # the README's; a page named in WHOLE_PAGES is checked whole
+WHOLE_PAGES = ("experiments.md",)
 NUMBER = re.compile(r"(?<![\w.])[−-]?\d+\.\d+")
 
 
@@ -61,14 +62,14 @@ def sync(readme, root, write):
     return "\n".join(out) + ("\n" if readme.endswith("\n") else ""), problems
 
 
-def sections(text):
+def sections(text, whole=False):
     """{heading: body lines} of the results sections (a results "##" section
-    with its subsections, or a results "###" subsection), without the
-    synced tables."""
-    keep, head, parent, inside, skipping = {}, None, False, False, False
+    with its subsections, or a results "###" subsection; every section when
+    whole), without the synced tables."""
+    keep, head, parent, inside, skipping = {}, "(top)", whole, whole, False
     for line in text.splitlines():
         if line.startswith("## "):
-            parent = inside = any(line.startswith(s) for s in RESULT_SECTIONS if s.startswith("## "))
+            parent = inside = whole or any(line.startswith(s) for s in RESULT_SECTIONS if s.startswith("## "))
             head = line
         elif line.startswith("### "):
             inside = parent or any(line.startswith(s) for s in RESULT_SECTIONS)
@@ -87,12 +88,12 @@ def sections(text):
     return keep
 
 
-def stray_numbers(text, sources):
+def stray_numbers(text, sources, whole=False):
     known = set()
     for s in sources:
         known.update(n.replace("−", "-") for n in NUMBER.findall(s))
     out = []
-    for head, body in sections(text).items():
+    for head, body in sections(text, whole).items():
         for line in body:
             if line.strip().startswith("![") or line.strip().startswith("    "):
                 continue   # pictures and commands
@@ -106,15 +107,20 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     write = "--write" in argv
     args = [a for a in argv if a != "--write"]
-    if len(args) != 3:
-        print("usage: python3 -m pelab_lab.readme README.md RESULTS CLAIMS.md [--write]", file=sys.stderr)
+    if len(args) < 3:
+        print("usage: python3 -m pelab_lab.readme PAGE.md... RESULTS CLAIMS.md [--write]", file=sys.stderr)
         return 2
-    readme, results, claims = Path(args[0]), Path(args[1]), Path(args[2])
-    text, problems = sync(readme.read_text(), readme.parent, write)
-    if write:
-        readme.write_text(text)
+    pages, results, claims = [Path(a) for a in args[:-2]], Path(args[-2]), Path(args[-1])
+    root = results.parent
     sources = [p.read_text() for p in sorted(results.glob("*.md"))] + [claims.read_text() if claims.is_file() else ""]
-    problems += [f"a number not in the results or the ledger: {s}" for s in stray_numbers(text, sources)]
+    problems = []
+    for page in pages:
+        text, found = sync(page.read_text(), root, write)
+        if write:
+            page.write_text(text)
+        problems += [f"{page}: {p}" for p in found]
+        problems += [f"{page}: a number not in the results or the ledger: {s}"
+                     for s in stray_numbers(text, sources, page.name in WHOLE_PAGES)]
     for p in problems:
         print(f"readme: {p}", file=sys.stderr)
     if problems and write:   # the tables are copied; the numbers typed by hand are the writer's to replace

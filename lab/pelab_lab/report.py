@@ -41,7 +41,7 @@ def machine(kernel=""):
 
 def detected_kernel():
     """The kernel OpenBLAS picks here (the one ./train uses, the same
-    library): it decides the last bits of every number (README "Order")."""
+    library): it decides the last bits of every number (docs/experiments.md)."""
     try:
         lib = ctypes.CDLL("libopenblas.so.0")
         lib.openblas_get_corename.restype = ctypes.c_char_p

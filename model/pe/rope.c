@@ -2,7 +2,7 @@
 // and the same pair of k are rotated by the angle t·θ_m, θ_m = base^(−2m/hs),
 // so q̃_i·k̃_j depends on i − j only.
 //
-// Context extension at evaluation (README "RoPE context extension", factor s):
+// Context extension at evaluation (docs/encodings.md, factor s):
 //   pi    positions divided by s                  (Chen et al. 2023)
 //   ntk   base·s^(hs/(hs−2))                      ("NTK-aware" scaling)
 //   yarn  θ'_m = (1−γ)·θ_m/s + γ·θ_m, γ = ramp((ctx/λ_m − α)/(β − α)),
