@@ -121,7 +121,7 @@ static void race(model_t *m, model_acts *a, int n, int rounds, int steps, int *t
         }
 }
 
-// Relative clipping against speed (issue 27 #7): Shaw and XL compute their
+// Relative clipping against speed: Shaw and XL compute their
 // score term once per clipped distance (2k+1 of them; XL without clipping,
 // every distance up to T), then gather it over the T² scores, so clipping
 // shrinks that product but not attention's own T² work.

@@ -698,8 +698,8 @@ static pid_t spawn_train(const char *out, const char *env, char *const argv[]) {
     return pid;
 }
 
-// The progress line says when throughput falls far below the run's best
-// (round 3, #18): the run is stopped (SIGSTOP) for 4 s mid-way, as a machine
+// The progress line says when throughput falls far below the run's best:
+// the run is stopped (SIGSTOP) for 4 s mid-way, as a machine
 // whose cores other processes take would stall it. The windows between lines
 // are short (300 steps, well under a second even in the sanitizer build), so
 // the window with the stall is several times slower whatever the machine.
@@ -1446,7 +1446,7 @@ static int test_checkpoints_that_lie(void) {
         EXPECT_EXIT(s, 1, "a checkpoint with %s=%s: exit %d (%s)", lies[i][0], lies[i][1], WEXITSTATUS(s), err_buf);
         EXPECT(strstr(err_buf, "corrupt"), "%s=%s: %s", lies[i][0], lies[i][1], err_buf);
     }
-    // a field with a terminal escape sequence is shown escaped, never raw (round 3, #15)
+    // a field with a terminal escape sequence is shown escaped, never raw
     rewrite_settings(tmp_path("ok.ck"), tmp_path("esc.ck"), "data", "\033[31mred.txt");
     s = run_train("--quiet --threads 2 --resume {T}/esc.ck");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) != 0 && strstr(err_buf, "\\x1b[31mred.txt") && !strchr(err_buf, 033),
@@ -1538,7 +1538,7 @@ static int test_memory_counts_cgroup_and_weights(void) {
     child_env = NULL;
     EXPECT_EXIT(s, 1, "a run over the cgroup limit exited %d", WEXITSTATUS(s));
     EXPECT(strstr(err_buf, "memory available") && strstr(err_buf, "AdamW"), "stderr: %s", err_buf);
-    // the limit on a parent group holds its children (round 3, #5): none on the run's own group
+    // the limit on a parent group holds its children: none on the run's own group
     mkdir(tmp_path("cgp"), 0755);
     mkdir(tmp_path("cgp/child"), 0755);
     write_file(tmp_path("cgp/memory.max"), "3000000\n", 8);

@@ -117,7 +117,7 @@ static void results_of(const char *text, char *keep) {
     keep[k] = 0;
 }
 
-// The evaluations of issue 27 sum over the processes' windows: the sliding
+// The evaluations (sliding window, attention statistics, probes) sum over the processes' windows: the sliding
 // window's loss, where attention goes and the position probe are the same
 // with two processes as with one (standard output, which prints them all).
 static int test_evaluations_split_over_processes(void) {
@@ -152,7 +152,7 @@ static int test_dead_process_ends_the_job(void) {
     return fails;
 }
 
-// A signal that reaches one process only (round 3, #1): every process
+// A signal that reaches one process only: every process
 // stops after the same step, on the stop request they agreed on in that
 // step's sum, saves one checkpoint and exits 130. Before, the process that
 // got the signal stopped on its own flag while the others went on to the
@@ -193,7 +193,7 @@ static int test_signal_to_one_process(void) {
 }
 
 // Processes given different settings (mpirun's "A : B" form) are refused
-// before training on every process, not left to train two models (round 3, #9).
+// before training on every process, not left to train two models.
 static int test_different_settings_refused(void) {
     int fails = 0;
     if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
