@@ -316,7 +316,7 @@ static void check_tokens(const model_t *m, const int *tokens, const int *targets
 
 // What the encodings' per-layer hooks are told about a batch of these activations.
 static pe_batch batch_of(const model_t *m, const model_acts *a) {
-    return (pe_batch){a->pos, a->B, a->T, a->pos ? m->cfg.rand_pos : a->T, a->chunk};
+    return (pe_batch){a->pos, a->B, a->T, a->pos ? m->cfg.rand_pos : a->T, a->chunk, a->training};
 }
 
 double model_forward(model_t *m, model_acts *a, const int *tokens, const int *targets, const int *seg) {

@@ -32,7 +32,10 @@ for b in old new; do
   bin=${!b}
   # a build with matrix engines runs OpenBLAS's, as builds before them did (and as the workflow pins)
   gemm=""
-  "$bin" --help 2>/dev/null | grep -q -- '--gemm ' && gemm="--gemm openblas"
+  # (the whole help read first: grep -q would close the pipe early, and under pipefail
+  # the SIGPIPE that stops ./train would read as "no --gemm")
+  help=$("$bin" --help 2>/dev/null || true)
+  [[ $help == *"--gemm "* ]] && gemm="--gemm openblas"
   mkdir -p "$dir/$b"
   for r in "${runs[@]}"; do
     name=${r%%|*} args=${r#*|}
@@ -41,7 +44,7 @@ for b in old new; do
   (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" $small $gemm --pe rope --data "$text" --ctx 32 --steps 60 --stop-at 30 \
      --seed 3 --save resumed.ck > /dev/null 2>&1 && OPENBLAS_CORETYPE=Haswell "$bin" --resume resumed.ck $gemm \
      --threads 1 --quiet --save resumed.ck --json resumed.json > /dev/null 2>&1)
-  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" --init text.rope.ck $gemm --ctx 64 --steps 20 --rope-scale yarn \
+  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" --init text.rope.ck $gemm --ctx 64 --steps 20 --warmup 5 --rope-scale yarn \
      --data "$text" --threads 1 --quiet --eval-ctx 64,128 --eval-tokens 1024 --save ft.ck --json ft.json > /dev/null 2>&1)
 done
 # The two --json files without what depends on the clock, the machine's load

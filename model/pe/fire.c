@@ -22,7 +22,18 @@ typedef struct {
     int nseq, T;  // tables for nseq sequences of T positions (one without --rand-pos)
     float *bias;  // (nseq, H, T, T): b_h(i, j), 0 above the diagonal
     float *grad;  // (nseq, H, T, T): ∂loss/∂b_h(i, j)
+    // In training, what each pair's MLP pass leaves for the backward pass (its
+    // exponentials: the bulk of FIRE's cost), per layer, when it fits in
+    // FIRE_KEEP_BYTES: (layers, nseq, T(T+1)/2 pairs, kept floats); kept[l]
+    // says layer l's is current. The bits are the same with or without.
+    float *keep;
+    size_t keep_floats;
+    int *kept;
 } fire_state;
+
+// The most the kept passes may take; past it (long contexts, --rand-pos's
+// table per sequence) the backward pass computes them again.
+#define FIRE_KEEP_BYTES ((size_t)256 << 20)
 
 static pe_mlp fire_shape(const pe_t *pe) { return (pe_mlp){.slot = 0, .depth = 1, .out = pe->cfg->heads}; }
 
@@ -38,7 +49,7 @@ static void fire_init(pe_t *pe, param_table *tab) {
 
 static void fire_free(pe_t *pe) {
     fire_state *st = pe->state;
-    if (st) free(st->bias), free(st->grad);
+    if (st) free(st->bias), free(st->grad), free(st->keep), free(st->kept);
     free(st);
     pe->state = NULL;
 }
@@ -52,7 +63,36 @@ static void fire_size(fire_state *st, int nseq, int H, int T) {
     st->T = T, st->nseq = nseq;
 }
 
-static size_t fire_table_floats(const pe_t *pe, int T, int chunk) { return 2 * (size_t)pe->cfg->heads * T * T; }
+// Floats kept per pair, and where pair (i, j ≤ i) of sequence s, layer l begins.
+static size_t fire_kept_per_pair(const pe_t *pe) {
+    pe_mlp m = fire_shape(pe);
+    return pe_mlp_kept_floats(&m);
+}
+
+static size_t fire_keep_at(const pe_t *pe, const fire_state *st, int layer, int s, int i, int j) {
+    size_t pairs = (size_t)st->T * (st->T + 1) / 2;
+    return (((size_t)layer * st->nseq + s) * pairs + (size_t)i * (i + 1) / 2 + j) * fire_kept_per_pair(pe);
+}
+
+// The kept passes for a training step, when they fit: 1 when layer's are kept.
+static int fire_keep_ready(pe_t *pe, fire_state *st, int layer, const pe_batch *bt) {
+    if (!bt->training) return 0;
+    size_t n = (size_t)pe->cfg->layers * st->nseq * ((size_t)st->T * (st->T + 1) / 2) * fire_kept_per_pair(pe);
+    if (n * sizeof(float) > FIRE_KEEP_BYTES) return 0;
+    if (st->keep_floats != n) {
+        free(st->keep), free(st->kept);
+        st->keep = xmalloc(sizeof(float) * n);
+        st->kept = xcalloc((size_t)pe->cfg->layers, sizeof(int));
+        st->keep_floats = n;
+    }
+    st->kept[layer] = 1;
+    return 1;
+}
+
+static size_t fire_table_floats(const pe_t *pe, int T, int chunk) {
+    size_t keep = (size_t)pe->cfg->layers * ((size_t)T * (T + 1) / 2) * fire_kept_per_pair(pe);
+    return 2 * (size_t)pe->cfg->heads * T * T + (keep * sizeof(float) <= FIRE_KEEP_BYTES ? keep : 0);
+}
 
 // c and L of a layer.
 static void fire_cl(const pe_t *pe, const float *params, int layer, double *c, double *L) {
@@ -73,14 +113,19 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, const pe_
     double c, L;
     fire_cl(pe, params, layer, &c, &L);
     size_t TT = (size_t)T * T;
+    int keep = fire_keep_ready(pe, st, layer, bt);
     // Every pair on its own: the rows can go to any thread, the bits stay.
 #pragma omp parallel for schedule(dynamic, 8)
     for (int row = 0; row < nseq * T; row++) {
         int s = row / T, i = row % T, pi = fire_pos(bt, s, i);
         float out[H], *b = st->bias + (size_t)s * H * TT + (size_t)i * T;
         double den = log(c * (L > pi ? L : pi) + 1.0);
+        float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i, 0) : NULL;
+        size_t per = fire_kept_per_pair(pe);
         for (int j = 0; j <= i; j++) {
-            pe_mlp_forward(&m, pe, params, layer, (float)(log(c * (pi - fire_pos(bt, s, j)) + 1.0) / den), out);
+            float x = (float)(log(c * (pi - fire_pos(bt, s, j)) + 1.0) / den);
+            if (kept) pe_mlp_forward_keep(&m, pe, params, layer, x, out, kept + (size_t)j * per);
+            else pe_mlp_forward(&m, pe, params, layer, x, out);
             for (int h = 0; h < H; h++) b[h * TT + j] = out[h];
         }
     }
@@ -129,6 +174,9 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
     size_t TT = (size_t)T * T, nf = pe_mlp_floats(&m);
     float *share = xcalloc((size_t)nblk * nf, sizeof(float));
     double *gcl = xcalloc(2 * (size_t)nblk, sizeof(double));
+    int keep = st->kept && st->kept[layer];  // this step's forward pass kept its exponentials
+    if (keep) st->kept[layer] = 0;
+    size_t per = fire_kept_per_pair(pe);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int blk = 0; blk < nblk; blk++) {
         float dout[H], *local = share + (size_t)blk * nf;
@@ -143,7 +191,8 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
                 for (int h = 0; h < H; h++) dout[h] = g[h * TT + j], any |= dout[h] != 0.0f;
                 if (!any) continue;
                 double n = pi - fire_pos(bt, s, j), A = log(c * n + 1.0);
-                double dx = pe_mlp_backward_local(&m, pe, params, layer, (float)(A / D), dout, local);
+                const float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i, 0) + (size_t)j * per : NULL;
+                double dx = pe_mlp_backward_local(&m, pe, params, layer, (float)(A / D), dout, local, kept);
                 gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
                 if (L > pi) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));
             }

@@ -67,8 +67,20 @@ typedef struct {
     float pre[2][W], act[2][W], sig[2][W];
 } mlp_trace;
 
+// SiLU of hidden layer k from its pre-activations and e = 1 + exp(−pre):
+// act = pre·σ(pre) = pre/e, σ = 1/e. The same operations whether e was just
+// computed or kept from an earlier pass, so the bits are the same.
+static void silu_from(mlp_trace *tr, int k, const float *e) {
+    for (int r = 0; r < W; r++) {
+        tr->act[k][r] = tr->pre[k][r] / e[r];
+        tr->sig[k][r] = 1.0f / e[r];
+    }
+}
+
+// keep, when not NULL, receives each hidden layer's pre-activations and e
+// (pe_mlp_kept_floats floats), all the backward pass needs to rebuild the trace.
 static void run(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, mlp_trace *tr,
-                float *out) {
+                float *out, float *keep) {
     const float *in = &x;
     for (int k = 0; k <= mlp->depth; k++) {
         int rows, cols;
@@ -82,26 +94,44 @@ static void run(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy
             dst[r] = s;
         }
         if (k == mlp->depth) break;
-        for (int r = 0; r < W; r++) {  // SiLU: x·σ(x)
-            float e = 1.0f + expf(-tr->pre[k][r]);
-            tr->act[k][r] = tr->pre[k][r] / e;
-            tr->sig[k][r] = 1.0f / e;
+        float e[W];
+        for (int r = 0; r < W; r++) e[r] = 1.0f + expf(-tr->pre[k][r]);
+        silu_from(tr, k, e);
+        if (keep) {
+            memcpy(keep + 2 * k * W, tr->pre[k], sizeof(float) * W);
+            memcpy(keep + (2 * k + 1) * W, e, sizeof(float) * W);
         }
         in = tr->act[k];
     }
 }
 
+size_t pe_mlp_kept_floats(const pe_mlp *mlp) { return 2 * (size_t)mlp->depth * W; }
+
 void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out) {
     mlp_trace tr;
-    run(mlp, pe, params, copy, x, &tr, out);
+    run(mlp, pe, params, copy, x, &tr, out, NULL);
 }
 
-// dw[k], db[k]: where layer k's gradients go.
+void pe_mlp_forward_keep(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out,
+                         float *keep) {
+    mlp_trace tr;
+    run(mlp, pe, params, copy, x, &tr, out, keep);
+}
+
+// dw[k], db[k]: where layer k's gradients go. kept: what pe_mlp_forward_keep
+// kept of this x, or NULL to run the forward pass again.
 static float backward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, const float *dout,
-                      float *dw[3], float *db[3]) {
+                      float *dw[3], float *db[3], const float *kept) {
     mlp_trace tr;
     float out[mlp->out], d[W], din[W];
-    run(mlp, pe, params, copy, x, &tr, out);
+    if (kept) {
+        for (int k = 0; k < mlp->depth; k++) {
+            memcpy(tr.pre[k], kept + 2 * k * W, sizeof(float) * W);
+            silu_from(&tr, k, kept + (2 * k + 1) * W);
+        }
+    } else {
+        run(mlp, pe, params, copy, x, &tr, out, NULL);
+    }
     memcpy(d, dout, sizeof(float) * mlp->out);
     for (int k = mlp->depth; k >= 0; k--) {
         int rows, cols;
@@ -130,14 +160,14 @@ float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, fl
                       const float *dout) {
     float *dw[3], *db[3];
     for (int k = 0; k <= mlp->depth; k++) layer_ptrs(mlp, pe, grads, copy, k, &dw[k], &db[k]);
-    return backward(mlp, pe, params, copy, x, dout, dw, db);
+    return backward(mlp, pe, params, copy, x, dout, dw, db, NULL);
 }
 
 float pe_mlp_backward_local(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x,
-                            const float *dout, float *local) {
+                            const float *dout, float *local, const float *kept) {
     float *dw[3], *db[3];
     for (int k = 0; k <= mlp->depth; k++) local_ptrs(mlp, local, k, &dw[k], &db[k]);
-    return backward(mlp, pe, params, copy, x, dout, dw, db);
+    return backward(mlp, pe, params, copy, x, dout, dw, db, kept);
 }
 
 void pe_mlp_add(const pe_mlp *mlp, const pe_t *pe, float *grads, int copy, const float *local) {

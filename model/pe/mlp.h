@@ -24,12 +24,19 @@ void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int 
 float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, float *grads, int copy, float x,
                       const float *dout);
 
+// The forward pass that also keeps, in keep (pe_mlp_kept_floats floats),
+// what the backward pass would otherwise compute again (the exponentials).
+size_t pe_mlp_kept_floats(const pe_mlp *mlp);
+void pe_mlp_forward_keep(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out,
+                         float *keep);
+
 // The same into a compact buffer of pe_mlp_floats(mlp) floats (the gradient
 // of one copy), so that threads can each sum their own share; pe_mlp_add
-// then adds such a buffer to the gradient of copy.
+// then adds such a buffer to the gradient of copy. kept: what
+// pe_mlp_forward_keep kept for this x (the same bits as without), or NULL.
 size_t pe_mlp_floats(const pe_mlp *mlp);
 float pe_mlp_backward_local(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x,
-                            const float *dout, float *local);
+                            const float *dout, float *local, const float *kept);
 void pe_mlp_add(const pe_mlp *mlp, const pe_t *pe, float *grads, int copy, const float *local);
 
 #endif

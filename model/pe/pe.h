@@ -57,6 +57,7 @@ typedef struct {
     int B, T;        // the batch's shape
     int span;        // the positions the encoding's tables must cover: T, or --rand-pos's MAX
     int chunk;       // attention's query rows per block, for scratch sizes
+    int training;    // 1 when a backward pass follows (an encoding may keep what it will need)
 } pe_batch;
 
 typedef struct pe_ops {
