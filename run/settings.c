@@ -74,7 +74,7 @@ const setting settings_schema[] = {
      .metavar = "SPEC",
      .help = "'cats' (built-in synthetic corpus), 'task:NAME' (a built-in task: copy, reverse, sort, addition, count, "
              "selective-copy, flipflop, parity, even-pairs, passkey), an llm.c token shard (GPT-2 tokens) or any other file (bytes)",
-     .refused = WITH_RESUME, .from_file = WITH_RESUME},
+     .refused = WITH_RESUME, .from_file = WITH_RESUME | WITH_LOAD},
     {.key = "data_size", .type = SET_U64, S(data_size), .flags = SET_STATE},
     {.key = "data_crc32", .type = SET_U64, S(data_crc), .hi = 4294967295.0, .flags = SET_STATE},
     {.key = "seconds", .type = SET_REAL, S(seconds), .lo = 0, .hi = 1e12, .flags = SET_STATE | SET_KEY_OPTIONAL},
