@@ -140,7 +140,7 @@ claims-check:
 # The results tables of the README and docs/experiments.md copied from results/ (after a marker line
 # `<!-- results/EXP.md table K -->`); readme-check also fails on a number in
 # its results sections that results/ and the ledger do not have.
-README_TOOL = /usr/bin/python3 -c 'import sys; sys.path.insert(0, "lab"); from pelab_lab.readme import main; sys.exit(main())' README.md docs/experiments.md results docs/claims.md
+README_TOOL = /usr/bin/python3 -c 'import sys; sys.path.insert(0, "lab"); from pelab_lab.readme import main; sys.exit(main())' README.md docs/experiments.md docs/performance.md results docs/claims.md
 readme: deps-lab
 	$(README_TOOL) --write
 
