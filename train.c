@@ -264,6 +264,7 @@ static void init_from_checkpoint(options *o, run_t *r) {
     int rc = ckpt_load(o->init, NULL, 0, &src, &file, &st, 0, err, sizeof err);
     if (rc == -2) die_usage("%s", err);
     if (rc != 0) die_runtime("%s", err);
+    run_state_release(&st);  // a fine-tune starts a record of its own: the base run's curve is not kept
     if (!settings_adopt(o, &file, WITH_INIT, dist_size(), err, sizeof err)) die_usage("--init %s: %s", o->init, err);
     model_config cfg = src.cfg;
     if (!cfg.base_ctx) cfg.base_ctx = cfg.ctx;
