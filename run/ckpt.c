@@ -178,8 +178,6 @@ static int unescape(const char *val, char *out, size_t cap) {
 // 0 with the offending line in err.
 static int decode_settings_lines(char *text, size_t n, options *o, run_state *st, char *err, size_t errlen) {
     unsigned char seen[sizeof o->given] = {0};
-    int step_row = 0;
-    while (!settings_schema[step_row].key || strcmp(settings_schema[step_row].key, "step") != 0) step_row++;
     for (char *line = text; line < text + n;) {
         char *nl = memchr(line, '\n', (size_t)(text + n - line));
         *nl = '\0';
@@ -191,8 +189,8 @@ static int decode_settings_lines(char *text, size_t n, options *o, run_state *st
         *eq = '\0';
         const char *key = line, *val = eq + 1;
         line = nl + 1;
-        if (strcmp(key, "curve") == 0) {  // after "step" (the schema's order), so a point can be checked against it
-            if (!seen[step_row] || !decode_curve_point(val, st)) {
+        if (strcmp(key, "curve") == 0) {  // after "step" (the schema's order): a point before it is past step 0, refused
+            if (!decode_curve_point(val, st)) {
                 snprintf(err, errlen, "bad curve point '%.80s'", val);
                 return 0;
             }
@@ -319,13 +317,19 @@ int ckpt_save(const char *path, const model_t *m, const options *o, const run_st
 // Reports a load failure: closes f, fills err, returns -1.
 static int load_fail(FILE *f, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+static int vload_fail(FILE *f, run_state *s, char *err, size_t errlen, const char *fmt, va_list ap) {
+    vsnprintf(err, errlen, fmt, ap);
+    if (s) run_state_release(s);
+    if (f) fclose(f);
+    return -1;
+}
+
 static int load_fail(FILE *f, char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    int rc = vload_fail(f, NULL, err, errlen, fmt, ap);
     va_end(ap);
-    if (f) fclose(f);
-    return -1;
+    return rc;
 }
 
 // A load failure once the settings are read: also frees what the state owns.
@@ -335,11 +339,9 @@ static int header_fail(FILE *f, run_state *s, char *err, size_t errlen, const ch
 static int header_fail(FILE *f, run_state *s, char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    int rc = vload_fail(f, s, err, errlen, fmt, ap);
     va_end(ap);
-    run_state_release(s);
-    if (f) fclose(f);
-    return -1;
+    return rc;
 }
 
 // Version 1's option fields, by the option names that replaced them: a v1
