@@ -78,19 +78,27 @@ def order_curves(curve, title, stem, order=None):
     return save(fig, stem)
 
 
-def solve_curves(runs, title, stem, cap=None):
+def solve_curves(runs, title, stem, cap=None, panel="attn", share=None):
     """Fraction of seeds solved against training step (Kaplan–Meier, a step
-    function; stats.solved_by), one panel per attention mode, log steps."""
-    modes = [m for m in ("causal", "bidir") if m in set(runs["attn"])]
-    fig, axes = plt.subplots(1, len(modes), figsize=(6.2 * len(modes), 4.4), squeeze=False, sharey=True)
+    function; stats.solved_by), one panel per attention mode (or per value
+    of another column, e.g. task), log steps. cap: the steps every run could
+    train (one number, or {panel value: number}); share: a line at that
+    fraction (a budget rule's)."""
+    keys = ([m for m in ("causal", "bidir") if m in set(runs["attn"])] if panel == "attn"
+            else list(dict.fromkeys(runs[panel])))
+    ncol = min(3, len(keys)) if panel != "attn" else len(keys)
+    nrow = math.ceil(len(keys) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(6.2 * ncol if ncol < 3 else 15, 4.4 * nrow), squeeze=False,
+                             sharey=True)
     labels = list(dict.fromkeys(runs["pe"]))
-    top = cap or float(np.nanmax(runs["solve_time"])) if len(runs) else 1
-    first = float(np.nanmin(runs["solve_time"])) if len(runs) else 1
-    start = max(1.0, min(first, top) / 2)   # nothing can solve before the first evaluation point
-    grid = np.unique(np.concatenate([np.geomspace(start, top, 200).round(), runs["solve_time"].dropna().to_numpy()]))
-    grid = grid[(grid >= start) & (grid <= top)]
-    for ax, mode in zip(axes[0], modes):
-        sub = runs[runs["attn"] == mode]
+    caps = cap if isinstance(cap, dict) else {k: cap for k in keys}
+    for ax, key in zip(axes.flat, keys):
+        sub = runs[runs[panel] == key]
+        top = caps.get(key) or float(np.nanmax(sub["solve_time"])) if len(sub) else 1
+        first = float(np.nanmin(sub["solve_time"])) if len(sub) else 1
+        start = max(1.0, min(first, top) / 2)   # nothing can solve before the first evaluation point
+        grid = np.unique(np.concatenate([np.geomspace(start, top, 200).round(), sub["solve_time"].dropna().to_numpy()]))
+        grid = grid[(grid >= start) & (grid <= top)]
         shown = [pe for pe in labels if not sub[sub["pe"] == pe].empty]
         for i, pe in enumerate(labels):
             g = sub[sub["pe"] == pe]
@@ -102,19 +110,58 @@ def solve_curves(runs, title, stem, cap=None):
                     label=f"{pe} ({int((g['solved'] == 1).sum())}/{len(g)})")
             if len(shown) <= 6:
                 ax.fill_between(grid, lo, hi, step="post", color=st["color"], alpha=0.12, linewidth=0)
-        if cap:
-            ax.axvline(cap, color="grey", linewidth=0.8, linestyle=":", label=f"cap ({cap} steps)")
+        if caps.get(key):
+            ax.axvline(caps[key], color="grey", linewidth=0.8, linestyle=":", label=f"cap ({caps[key]} steps)")
+        if share:
+            ax.axhline(share, color="grey", linewidth=0.6, linestyle="--", label=f"{share:g} of the seeds")
         ax.set_xscale("log")
         ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
-                 if grid[0] <= t <= grid[-1] * 1.01]
+                 if len(grid) and grid[0] <= t <= grid[-1] * 1.01]
         ax.set_xticks(ticks, [f"{t // 1000}k" if t >= 1000 else str(t) for t in ticks])
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("training step")
-        ax.set_title(f"{mode} attention")
+        ax.set_title(f"{key} attention" if panel == "attn" else str(key))
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7, loc="center right", ncol=2)   # each panel's own solved counts
-    axes[0][0].set_ylabel("fraction of seeds solved" + (" (95% band)" if len(labels) <= 6 else ""))
+        ax.legend(fontsize=7, loc="center right" if panel == "attn" else "upper left", ncol=2)   # each panel's own counts
+    for ax in list(axes.flat)[len(keys):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("fraction of seeds solved" + (" (95% band)" if len(labels) <= 6 else ""))
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)
+
+
+def task_curves(curve, title, stem, threshold):
+    """task_acc at the training sizes against training step, a panel per
+    task: the learning curves (a run's curve ends where it solved)."""
+    tasks = list(dict.fromkeys(curve["task"]))
+    ncol = min(3, len(tasks))
+    nrow = math.ceil(len(tasks) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(15 if ncol == 3 else 6.2 * ncol, 4.4 * nrow), squeeze=False,
+                             sharey=True)
+    labels = list(dict.fromkeys(curve["pe"]))
+    for ax, tk in zip(axes.flat, tasks):
+        sub = curve[curve["task"] == tk]
+        for i, pe in enumerate(labels):
+            g = sub[sub["pe"] == pe]
+            if g.empty:
+                continue
+            xs = sorted(g["step"].unique())
+            # a solved run stops: past its last point it stays at its last accuracy (it is learned)
+            wide = g.pivot_table(index="step", columns="seed", values="task_acc").reindex(xs).ffill()
+            groups = [wide.loc[x].dropna().to_numpy() for x in xs]
+            _band(ax, xs, groups, encoding_style(pe, i), pe, [list(wide[c]) for c in wide.columns], band=len(labels) <= 4)
+        ax.axhline(threshold, color="grey", linewidth=0.6, linestyle="--", label=f"learned ({threshold:g})")
+        ax.set_title(str(tk))
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("exact match at the training sizes")
     fig.suptitle(title, fontsize=10)
     return save(fig, stem)
 

@@ -292,16 +292,49 @@ def _sweep(name, spec, reg, seeds, args):
     return runs
 
 
+def _per_task(spec, key, tasks, where, parse):
+    """A tasks experiment's setting given once for every task or as {task: value}."""
+    v = spec.get(key)
+    if not isinstance(v, dict):
+        return {t: parse(v) for t in tasks}
+    unknown, missing = [t for t in v if t not in tasks], [t for t in tasks if t not in v]
+    if unknown or missing:
+        raise ConfigError(f"{where}: '{key}' names " + (f"task(s) {unknown} the experiment does not train"
+                          if unknown else f"no value for task(s) {missing}"))
+    return {t: parse(v[t]) for t in tasks}
+
+
 def _tasks(name, spec, reg, seeds, args):
+    """Every task × encoding × seed. `steps` (one budget, or {task: steps})
+    is a cap when `until_solved` (a task_acc) is given: a run stops at the
+    first --eval-every point where the training sizes are learned.
+    `task_args` ({task: options}) sets a task's own model or sizes. Kind
+    task_budget is the same plan with until_solved required: its table says
+    by which step nine in ten seeds had learned each task."""
     where = f"experiment {name}"
-    steps, n_eval = _need(spec, "steps", where), _need(spec, "task_eval", where)
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list) or not tasks or not all(isinstance(t, str) for t in tasks):
+        raise ConfigError(f"{where}: tasks must be a list of task names, not {tasks!r}")
+    steps = _per_task(spec, "steps", tasks, where, lambda v: _need({"steps": v}, "steps", where))
+    own = spec.get("task_args") or {}
+    if not isinstance(own, dict) or any(t not in tasks for t in own):
+        raise ConfigError(f"{where}: task_args must map tasks of the experiment to ./train options, not {own!r}")
+    extra = {t: _split_args(own.get(t), where) for t in tasks}
+    n_eval = _need(spec, "task_eval", where)
+    solve = []
+    if spec["kind"] == "task_budget" or "until_solved" in spec:
+        acc = _need(spec, "until_solved", where, float)
+        if acc > 1:
+            raise ConfigError(f"{where}: 'until_solved' is a task_acc, at most 1, not {spec['until_solved']!r}")
+        solve = ["--until-solved", str(acc), "--eval-every", str(_need(spec, "eval_every", where))]
     runs = []
-    for task in spec.get("tasks", []):
+    for task in tasks:
         for pe in _encodings(spec, reg, where):
             for s in seeds:
                 runs.append(Run(name, f"{task}.{pe}", f"{task} {pe}", s,
-                                ["--data", f"task:{task}", "--pe", pe, "--steps", str(steps), "--task-eval", str(n_eval)] + args,
-                                meta={"pe": pe, "task": task}))
+                                ["--data", f"task:{task}", "--pe", pe, "--steps", str(steps[task])] + solve
+                                + ["--task-eval", str(n_eval)] + extra[task] + args,
+                                meta={"pe": pe, "task": task, "cap": steps[task]}))
     return runs
 
 
@@ -390,7 +423,7 @@ def _rope_decay(name, spec, reg, seeds, args):
 
 
 KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
-         "sweep": _sweep, "tasks": _tasks, "evaluate": _evaluate, "evaluate_tasks": _evaluate,
+         "sweep": _sweep, "tasks": _tasks, "task_budget": _tasks, "evaluate": _evaluate, "evaluate_tasks": _evaluate,
          "finetune_task": _finetune_task,
          "rope_decay": _rope_decay}
 

@@ -23,7 +23,8 @@ TITLES = {"order": "Order: steps until the order task is solved, over seeds",
           "length": "Extrapolation: trained short, perplexity at longer contexts",
           "finetune": "RoPE context extension with fine-tuning",
           "sweep": "Sweeps: base frequencies, clipping distances, p-RoPE fractions",
-          "tasks": "Tasks: trained short, tested long"}
+          "tasks": "Tasks: trained short, tested long",
+          "task_budget": "Tasks learned first: the steps each task needs, from learning curves"}
 
 
 def machine(kernel=""):

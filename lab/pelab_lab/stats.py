@@ -177,6 +177,15 @@ def solved_by(times, solved, steps):
     return 1 - surv, 1 - s_hi, 1 - s_lo
 
 
+def step_by_share(times, solved, share):
+    """The first step by which at least `share` of the runs had solved (a
+    budget rule: 0.9 is nine seeds in ten); math.inf when fewer ever did."""
+    t = np.sort(np.where(np.asarray(solved, dtype=bool), np.asarray(times, dtype=float), math.inf))
+    if len(t) == 0:
+        return math.nan
+    return float(t[math.ceil(share * len(t) - 1e-9) - 1])
+
+
 def median_solve(times, solved):
     """The median step to solve: the first step by which at least half the
     runs solved (Kaplan–Meier), with a 95% interval. With one common cap the

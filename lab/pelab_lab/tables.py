@@ -245,12 +245,93 @@ def tasks(name, t, stem, spec):
             return f"{h.iloc[0]['lo']}–{h.iloc[0]['hi']}" if len(h) == 1 else "each run's training sizes"
         header = ["pe"] + [f"{tk} ({rng(tk)})" for tk in names]
         parts += ["", f"## {title}", "", _md(header, rows)]
+    runs = t["runs"]
+    if "solve_at" in runs and runs["solve_at"].notna().any() and "task" in runs:
+        parts += ["", "## Learned first", "", _learned_first(runs)]
     base = stem.split("/")[-1]
     first = f"{times(1)} the training sizes" if times(1) else "the first test range"
     figures.task_heatmap(heat, pes, names, f"{name}: accuracy at {first}", stem, why)
     figures.task_lengths(task, f"{name}: accuracy against instance size", f"{stem}_length", pes)
     parts += ["", f"![accuracy at {first}]({base}.png)", "", f"![accuracy against size]({base}_length.png)"]
     return "\n".join(parts)
+
+
+BUDGET_SHARE = 0.9   # a task's budget is met when its best encoding learned it on this share of seeds (9 of 10)
+
+
+def _budgets(runs):
+    """Per task: (cap, [(pe, n, solved, step by which BUDGET_SHARE had solved)]),
+    the encodings best first (most seeds solved, then the earlier step)."""
+    out = {}
+    for tk in _ordered(runs, "task"):
+        g = runs[runs["task"] == tk]
+        rows = []
+        for pe in _ordered(g, "pe"):
+            h = g[g["pe"] == pe]
+            ok = h["solved"] == 1
+            rows.append((pe, len(h), int(ok.sum()), stats.step_by_share(h["solve_time"], ok, BUDGET_SHARE), h))
+        rows.sort(key=lambda r: (-r[2] / r[1], r[3]))
+        cap = h["cap"].iloc[0] if "cap" in h and h["cap"].notna().any() else h["steps"].max()
+        out[tk] = (int(cap), rows)
+    return out
+
+
+def _learned_first(runs):
+    """The budget rule, per task: did the best encoding learn the training
+    sizes on nine seeds in ten within the cap? A task where none did is
+    reported, not judged (its test ranges are read only for the seeds that
+    learned)."""
+    thr = runs["solve_at"].dropna().iloc[0]
+    rows = []
+    for tk, (cap, enc) in _budgets(runs).items():
+        pe, n, k, step, _ = enc[0]
+        met = k >= BUDGET_SHARE * n
+        lo, hi = stats.solved_fraction(k, n)
+        rows.append([tk, cap, pe, f"{k}/{n} [{lo:.2f}, {hi:.2f}]", _steps(step),
+                     "met" if met else f"not met: no encoding learned it on {BUDGET_SHARE:.0%} of the seeds"])
+    return "\n".join([
+        f"Each run trained until task_acc at the training sizes reached {thr:g} at an evaluation point "
+        "(`--until-solved`), or to its task's cap. The budget is met where the task's best encoding (most seeds "
+        f"learned) learned it on at least {BUDGET_SHARE:.0%} of the seeds; where it is not, the task was not learned "
+        "at an affordable budget, and its test ranges say nothing about length generalisation.", "",
+        _md(["task", "cap (steps)", "best encoding", "learned [95%]", f"step by which {BUDGET_SHARE:.0%} had",
+             "budget"], rows)])
+
+
+def task_budget(name, t, stem, spec):
+    """Learning curves that choose each task's budget (the tasks experiment's caps)."""
+    runs, curve, task = t["runs"], t["curve"], t["task"]
+    final = task[task["range"] == 0].set_index(["task", "pe", "seed"])["acc"]
+    runs = runs.assign(acc=[final.get(k, math.nan) for k in zip(runs["task"], runs["pe"], runs["seed"])])
+    runs[["task", "pe", "seed", "cap", "solved", "solve_step", "solve_time", "acc", "steps", "train_seconds"]] \
+        .to_csv(f"{stem}.csv", index=False)
+    curve[["task", "pe", "seed", "step", "task_acc"]].to_csv(f"{stem}_curve.csv", index=False)
+    thr = runs["solve_at"].dropna().iloc[0] if runs["solve_at"].notna().any() else LEARNED
+    rows = []
+    for tk, (cap, enc) in _budgets(runs).items():
+        for pe, n, k, step, h in enc:
+            h = h.sort_values("seed")
+            ok = h["solved"] == 1
+            lo, hi = stats.solved_fraction(k, n)
+            med, mlo, mhi = stats.median_solve(h["solve_time"], ok)
+            seeds = " ".join(f"{v:.0f}" if y else f"✗{a:.2f}" for v, y, a in zip(h["solve_step"], ok, h["acc"]))
+            rows.append([tk, pe, n, f"{k}/{n} [{lo:.2f}, {hi:.2f}]", f"{_steps(med)} [{_steps(mlo)}, {_steps(mhi)}]",
+                         _steps(step), seeds])
+    caps = {tk: cap for tk, (cap, _) in _budgets(runs).items()}
+    figures.solve_curves(runs, f"share of seeds that learned the training sizes against training step, {name}",
+                         stem, caps, panel="task", share=BUDGET_SHARE)
+    figures.task_curves(curve, f"exact match at the training sizes during training, {name}", f"{stem}_acc", thr)
+    base = stem.split("/")[-1]
+    return "\n".join([
+        _learned_first(runs), "",
+        "## Every encoding", "",
+        "Learned by the cap: with the Clopper–Pearson 95% interval. Median steps to learn: the first step by which "
+        "half the seeds had (every unlearned run stops at its task's cap, so it is the plain fraction), with the "
+        "distribution-free 95% interval from order statistics; 'not reached': beyond the cap. Per seed: the step "
+        f"it learned at, or ✗ and its exact match at the training sizes at the cap (over --task-eval instances).", "",
+        _md(["task", "pe", "n", "learned by the cap [95%]", "median steps [95%]", f"step by which {BUDGET_SHARE:.0%} had",
+             "per seed"], rows), "",
+        f"![share of seeds learned]({base}.png)", "", f"![learning curves]({base}_acc.png)"])
 
 
 def evaluate(name, t, stem, spec):
@@ -381,7 +462,7 @@ def rope_decay(name, t, stem, spec):
         f"![rope decay]({stem.split('/')[-1]}.png)"])
 
 
-BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks,
+BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks, "task_budget": task_budget,
             "evaluate": evaluate, "evaluate_tasks": tasks, "finetune_task": tasks, "rope_decay": rope_decay}
 
 
@@ -394,6 +475,7 @@ def outputs(kind, stem):
             "finetune": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "sweep": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
             "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
+            "task_budget": [f"{stem}.md", f"{stem}.csv", f"{stem}_curve.csv"] + figs(stem) + figs(f"{stem}_acc"),
             "rope_decay": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
             "evaluate_tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "finetune_task": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),

@@ -139,6 +139,27 @@ class Plan(unittest.TestCase):
         with self.assertRaisesRegex(plan.ConfigError, "tasks experiment"):
             plan.plan(cfg(t=tasks, d={**dens, "from": "x"}), LIST_PE)
 
+    def test_task_budgets_per_task_until_solved_and_own_options(self):
+        spec = {"kind": "tasks", "encodings": ["rope"], "tasks": ["copy", "parity"], "seeds": [1],
+                "steps": {"copy": 3000, "parity": 8000}, "task_eval": 20, "until_solved": 0.95, "eval_every": 250,
+                "task_args": {"parity": "--layers 4"}}
+        runs = {r.meta["task"]: r for r in plan.plan(cfg(t=spec), LIST_PE)["t"]}
+        self.assertEqual(runs["copy"].options[:10], ["--data", "task:copy", "--pe", "rope", "--steps", "3000",
+                                                     "--until-solved", "0.95", "--eval-every", "250"])
+        self.assertEqual(runs["parity"].meta["cap"], 8000)
+        self.assertEqual(runs["parity"].options[-2:], ["--layers", "4"])
+        self.assertNotIn("--layers", runs["copy"].options)
+        for bad, msg in (({"steps": {"copy": 10}}, "no value for task"), ({"steps": {"copy": 1, "parity": 1, "sort": 1}},
+                         "does not train"), ({"task_args": {"sort": "--layers 4"}}, "task_args must map"),
+                         ({"until_solved": 2}, "at most 1"), ({"tasks": "copy"}, "list of task names")):
+            with self.assertRaisesRegex(plan.ConfigError, msg):
+                plan.plan(cfg(t={**spec, **bad}), LIST_PE)
+        plain = plan.plan(cfg(t={k: v for k, v in spec.items() if k not in ("until_solved", "eval_every")}), LIST_PE)["t"]
+        self.assertNotIn("--until-solved", plain[0].options)
+        budget = {k: v for k, v in spec.items() if k != "until_solved"}
+        with self.assertRaisesRegex(plan.ConfigError, "'until_solved' is missing"):   # a budget needs a solve rule
+            plan.plan(cfg(t={**budget, "kind": "task_budget"}), LIST_PE)
+
     def test_passkey_finetunes_read_the_base_and_share_the_test_sizes(self):
         spec = {"kind": "finetune_task", "task": "passkey", "seeds": [1], "task_len": "1:32", "steps": 5,
                 "long_len": "1:128", "ft_steps": [20, 200], "ft_lr": 1e-3, "test_len": "129:256", "task_eval": 10,
@@ -258,6 +279,15 @@ class TimeToSolve(unittest.TestCase):
     def test_median_not_reached(self):
         med, _, _ = stats.median_solve([20000] * 8 + [300, 400], [0] * 8 + [1, 1])
         self.assertTrue(math.isinf(med))
+
+
+class Budget(unittest.TestCase):
+    def test_step_by_which_nine_in_ten_had_solved(self):
+        t = [100, 200, 300, 400, 500, 600, 700, 800, 900, 8000]
+        self.assertEqual(stats.step_by_share(t, [1] * 9 + [0], 0.9), 900)
+        self.assertEqual(stats.step_by_share(t, [1] * 8 + [0, 0], 0.9), math.inf)
+        self.assertEqual(stats.step_by_share(t[:5], [1] * 5, 0.9), 500)   # 90% of 5 is all 5
+        self.assertTrue(math.isnan(stats.step_by_share([], [], 0.9)))
 
 
 class Baselines(unittest.TestCase):
