@@ -250,7 +250,10 @@ static void load_checkpoint(options *o, run_t *r) {
                       r->st.step, steps_given, r->st.step, file.steps);
         r->start_step = r->st.step;
     } else {
-        o->steps = 0;  // --load trains nothing
+        o->steps = 0;  // --load trains nothing: its record (--json's train) is this invocation's, not the model's
+        r->st.seconds = 0;
+        free(r->st.curve);
+        r->st.curve = NULL, r->st.n_curve = 0;
     }
 }
 

@@ -615,6 +615,11 @@ static int test_resumed_run_continues_its_record(void) {
     double t3 = e2 ? atof(e2 + 11) : -1;
     EXPECT(t1 > 0 && t2 > t1 && t3 > t1, "training seconds: %g at the stop, %g in the resumed --json, %g at the resumed "
            "run's first --log point (both should count the first part)", t1, t2, t3);
+    // an evaluation of the checkpoint trains nothing: none of the run's record is its own
+    s = run_train("--quiet --load {T}/rec.ck --eval-tokens 256 --json {T}/eval.json");
+    slurp(tmp_path("eval.json"), j, sizeof j);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(j, "\"seconds\": 0.000") && !strstr(j, "\"curve\""),
+           "--load's --json reports the checkpoint's training as its own: %s", j);
     return fails;
 }
 
