@@ -64,15 +64,17 @@ def experiment_table(plan, stem):
             df["data"] = df["data"].replace(plan.get("corpus") or {})
     body = tables.BUILDERS[spec["kind"]](name, t, stem, spec)
     if not runs:   # computed from a formula
-        head = [f"# {TITLES[spec['kind']]} ({name})", "",
+        head = [f"# {spec.get('title') or TITLES[spec['kind']]} ({name})", "",
                 f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`) — "
                 f"{datetime.date.today().isoformat()}; computed by `lab/pelab_lab/decay.py`, no runs.", ""]
         Path(f"{stem}.md").write_text("\n".join(head) + body + "\n")
         return
-    secs = t["runs"]["train_seconds"].sum()
+    # training runs' time only: an evaluation's --json (from builds before
+    # this was fixed) may carry its checkpoint's training time
+    secs = t["runs"].loc[t["runs"]["steps"].fillna(0) > 0, "train_seconds"].sum()
     arms = {r["labels"]["arm"] for r in runs}
     seeds = {r["labels"]["seed"] for r in runs}
-    head = [f"# {TITLES[spec['kind']]} ({name})", "",
+    head = [f"# {spec.get('title') or TITLES[spec['kind']]} ({name})", "",
             f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`; `lab/run` for a run folder of "
             f"your own) — {datetime.date.today().isoformat()}, {machine(plan.get('kernel', ''))}; {len(runs)} runs of "
             f"{len(arms)} configurations × {len(seeds)} seeds; "
