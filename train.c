@@ -133,6 +133,7 @@ static void run_release(void) {
     free(run.curve);
     run_state_release(&run.st);
     if (run.log) fclose(run.log);
+    gemm_release();
     memset(&run, 0, sizeof run);
 }
 
@@ -179,6 +180,7 @@ static void start_process(options *o) {
     if (!gemm_use(engines[o->gemm], err, sizeof err)) die_usage("%s", err);
     for (int i = 1; engines[i]; i++)
         if (!strcmp(engines[i], gemm_name())) o->gemm = i;
+    if (!gemm_set_precision(settings_find("precision")->choices[o->precision], err, sizeof err)) die_usage("%s", err);
     atexit(run_release);
 }
 
@@ -248,7 +250,10 @@ static void load_checkpoint(options *o, run_t *r) {
                       r->st.step, steps_given, r->st.step, file.steps);
         r->start_step = r->st.step;
     } else {
-        o->steps = 0;  // --load trains nothing
+        o->steps = 0;  // --load trains nothing: its record (--json's train) is this invocation's, not the model's
+        r->st.seconds = 0;
+        free(r->st.curve);
+        r->st.curve = NULL, r->st.n_curve = 0;
     }
 }
 
@@ -858,7 +863,8 @@ static void write_provenance(FILE *f, const options *o) {
     json_string(f, cpu);
     fprintf(f, ", \"cores\": %ld, \"blas_kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));
     json_string(f, startup_blas_kernel());
-    fprintf(f, ", \"gemm\": \"%s\", \"threads\": %ld, \"processes\": %d}}", gemm_name(), o->threads, dist_size());
+    fprintf(f, ", \"gemm\": \"%s\", \"precision\": \"%s\", \"threads\": %ld, \"processes\": %d}}", gemm_name(),
+            gemm_precision(), o->threads, dist_size());
 }
 
 static void write_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er) {
@@ -1114,6 +1120,7 @@ static void print_header(const options *o, const run_t *r) {
     printf(" pe=%s attn=%s ctx=%d d=%d layers=%d heads=%d params=%zu batch=%ld steps=%ld threads=%ld gemm=%s",
            c->pe, c->causal ? "causal" : "bidir", c->ctx, c->d_model, c->layers, c->heads, model_num_params(&r->m),
            o->batch, o->steps, o->threads, gemm_name());
+    if (strcmp(gemm_precision(), "fp32")) printf(" precision=%s", gemm_precision());
     // what else changes the model's numbers: the encodings' options set (e.g. RoPE's extension) and --rand-pos
     for (int sl = 0; sl < PE_SLOTS; sl++) {
         const pe_ops *e = r->m.pe[sl].ops;

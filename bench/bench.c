@@ -266,6 +266,17 @@ static double fma_peak(int threads) {
     return best;
 }
 
+// What the bench compares: each engine at fp32, and oneDNN's bf16 mixed
+// precision (--precision bf16).
+static const struct {
+    const char *engine, *precision, *label;
+} configs[] = {{"openblas", "fp32", "openblas"}, {"onednn", "fp32", "onednn"}, {"onednn", "bf16", "onednn, bf16"}};
+enum { NCONF = sizeof configs / sizeof configs[0] };
+
+static int use_config(int i, char *err, size_t len) {
+    return gemm_use(configs[i].engine, err, len) && gemm_set_precision(configs[i].precision, err, len);
+}
+
 // Each matrix engine built in: its sgemm rate at the model's shapes (pelab's
 // row blocks, the way the model calls it), the training speed of the
 // reference model on it (the engines take turns, 5 rounds; each keeps its
@@ -274,21 +285,21 @@ static int engines_table(char *out, size_t cap, int steps, int threads, double p
     enum { ROUNDS = 5 };
     char err[256], before[32];
     snprintf(before, sizeof before, "%s", gemm_name());
-    int n = snprintf(out, cap, "\nThe matrix engines (`--gemm`; `auto` picks %s here), reference shape, blocks kernel; the "
+    int n = snprintf(out, cap, "\nThe matrix engines (`--gemm`; `auto` picks %s here) and oneDNN with bf16 products (`--precision bf16`), reference shape, blocks kernel; the "
                                "FMA peak of %d threads is %.1f GFLOP/s (%d-float vectors):\n\n"
                                "| engine | sgemm GFLOP/s (row blocks) | share of FMA peak | training tokens/s | share of "
                                "its sgemm rate | share of FMA peak |\n|---|---|---|---|---|---|\n",
                      before, threads, peak / 1e9, FMA_LANES);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
-    model_t m[8];
-    model_acts a[8];
-    double best[8], rate[8];
-    int ok[8], ne = gemm_engine_count < 8 ? gemm_engine_count : 8;
-    for (int e = 0; e < ne; e++) {
-        ok[e] = gemm_use(gemm_engines[e].name, err, sizeof err);
+    model_t m[NCONF];
+    model_acts a[NCONF];
+    double best[NCONF], rate[NCONF];
+    int ok[NCONF];
+    for (int e = 0; e < NCONF; e++) {
+        ok[e] = use_config(e, err, sizeof err);
         if (!ok[e]) {
-            n += snprintf(out + n, cap - n, "| %s | %s | | | | |\n", gemm_engines[e].name, err);
+            n += snprintf(out + n, cap - n, "| %s | %s | | | | |\n", configs[e].label, err);
             continue;
         }
         double rows;
@@ -300,17 +311,17 @@ static int engines_table(char *out, size_t cap, int steps, int threads, double p
         best[e] = 0;
     }
     for (int round = 0; round < ROUNDS; round++)
-        for (int e = 0; e < ne; e++) {
+        for (int e = 0; e < NCONF; e++) {
             if (!ok[e]) continue;
-            gemm_use(gemm_engines[e].name, err, sizeof err);
+            use_config(e, err, sizeof err);
             int st = (steps + 1) / 2;
             double r = (double)st * B * T / time_train(&m[e], &a[e], st, tok, tgt);
             if (r > best[e]) best[e] = r;
         }
     double flops = flops_per_token();
-    for (int e = 0; e < ne; e++) {
+    for (int e = 0; e < NCONF; e++) {
         if (!ok[e]) continue;
-        n += snprintf(out + n, cap - n, "| %s | %.1f | %.1f%% | %.0f | %.1f%% | %.1f%% |\n", gemm_engines[e].name,
+        n += snprintf(out + n, cap - n, "| %s | %.1f | %.1f%% | %.0f | %.1f%% | %.1f%% |\n", configs[e].label,
                       rate[e] / 1e9, 100.0 * rate[e] / peak, best[e], 100.0 * flops * best[e] / rate[e],
                       100.0 * flops * best[e] / peak);
         model_acts_free(&a[e]);
@@ -402,13 +413,13 @@ static int large_table(char *out, size_t cap, int threads, int torch, double ref
     model_init_weights(&m, 1);
     model_acts a;
     model_acts_alloc(&a, &m, LB, LT, 1);
-    double best[8] = {0}, prof[PROF_N] = {0}, psecs = 0;
-    int ne = gemm_engine_count < 8 ? gemm_engine_count : 8, ok[8];
-    for (int e = 0; e < ne; e++) ok[e] = gemm_use(gemm_engines[e].name, err, sizeof err);
+    double best[NCONF] = {0}, prof[PROF_N] = {0}, psecs = 0;
+    int ne = NCONF, ok[NCONF];
+    for (int e = 0; e < ne; e++) ok[e] = use_config(e, err, sizeof err);
     for (int round = 0; round < ROUNDS; round++)
         for (int e = 0; e < ne; e++) {
             if (!ok[e]) continue;
-            gemm_use(gemm_engines[e].name, err, sizeof err);
+            use_config(e, err, sizeof err);
             if (!round) time_train(&m, &a, 1, tok, tgt);
             double r = (double)STEPS * LB * LT / time_train(&m, &a, STEPS, tok, tgt);
             if (r > best[e]) best[e] = r;
@@ -427,12 +438,12 @@ static int large_table(char *out, size_t cap, int threads, int torch, double ref
                      LC, LH, LT, LL, LB, 3 * fwd / 1e6, 3 * fwd / flops_per_token(), ROUNDS, STEPS);
     for (int e = 0; e < ne; e++)
         if (ok[e])
-            n += snprintf(out + n, cap - n, "| training tokens/s, --gemm %s | %.0f (%.1f GFLOP/s; %.1f× slower per token "
-                          "than the reference shape's %.0f) |\n", gemm_engines[e].name, best[e], 3 * fwd * best[e] / 1e9,
+            n += snprintf(out + n, cap - n, "| training tokens/s, %s | %.0f (%.1f GFLOP/s; %.1f× slower per token "
+                          "than the reference shape's %.0f) |\n", configs[e].label, best[e], 3 * fwd * best[e] / 1e9,
                           ref_tps / best[e], ref_tps);
-    int in_use = 0;  // the engine of the rest of the bench
+    int in_use = 0;  // the engine of the rest of the bench (fp32)
     for (int e = 0; e < ne; e++)
-        if (!strcmp(gemm_engines[e].name, before)) in_use = e;
+        if (!strcmp(configs[e].engine, before) && !strcmp(configs[e].precision, "fp32")) in_use = e;
     if (torch_tps > 0)
         n += snprintf(out + n, cap - n, "| PyTorch, same model and threads, tokens/s | %.0f |\n| pelab (%s) / PyTorch | %.2f× |\n",
                       torch_tps, before, best[in_use] / torch_tps);

@@ -3,13 +3,18 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 #ifdef PELAB_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#include <immintrin.h>
 #endif
 
 #include "../core/common.h"
@@ -43,6 +48,203 @@ static void onednn_sgemm(int ta, int tb, int M, int N, int K, float alpha, const
     if (st != dnnl_success)
         die_runtime("internal: oneDNN's sgemm failed (status %d) on M=%d N=%d K=%d", (int)st, M, N, K);
 }
+
+// ---- bf16: oneDNN's matmul primitive on bf16 copies of A and B, fp32
+// accumulation and output (gemm_set_precision) ----
+
+// f32 -> bf16, rounded to nearest even (a NaN stays a NaN); branch-free, so
+// that the compiler vectorises the loop below
+static inline uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+
+// The rows x cols block of X (row stride ld) as dense bf16 (row stride cols).
+// Where the CPU converts in one instruction (AVX512_BF16's VCVTNEPS2BF16:
+// the same rounding, but a subnormal input becomes zero) the build uses it.
+static void pack_bf16(uint16_t *dst, const float *X, int rows, int cols, int ld) {
+    for (int r = 0; r < rows; r++) {
+        const float *x = X + (size_t)r * ld;
+        uint16_t *d = dst + (size_t)r * cols;
+        int c = 0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+        for (; c + 16 <= cols; c += 16)
+            _mm256_storeu_si256((__m256i *)(d + c), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + c)));
+#endif
+        for (; c < cols; c++) d[c] = to_bf16(x[c]);
+    }
+}
+
+enum { BF16_MAX_THREADS = 256, BF16_MAX_SHAPES = 512 };
+typedef struct {
+    int ta, tb, M, N, K, ldc;
+    float alpha, beta;
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t a, b, c, scratch;
+    size_t scratch_bytes;
+} bf16_shape;
+static struct {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream[BF16_MAX_THREADS];
+    uint16_t *buf[BF16_MAX_THREADS];  // a thread's packed A then B
+    size_t cap[BF16_MAX_THREADS];
+    void *scratch[BF16_MAX_THREADS];  // a thread's scratchpad for the primitive it runs
+    size_t scratch_cap[BF16_MAX_THREADS];
+    bf16_shape shape[BF16_MAX_SHAPES];
+    int n_shapes;
+} bf;
+
+// The calling thread's slot (its buffers and stream). Not omp_get_thread_num:
+// inside a serialised nested region every thread is number 0. A slot is
+// handed out on a thread's first product after each gemm_release.
+static int bf16_generation = 1, bf16_slots;
+static __thread int my_slot = -1, my_generation;
+
+static int thread_index(void) {
+    if (my_generation != bf16_generation) {
+#ifdef _OPENMP
+#pragma omp critical(pelab_bf16_shapes)
+#endif
+        my_slot = bf16_slots++;
+        my_generation = bf16_generation;
+    }
+    return my_slot;
+}
+
+static dnnl_status_t md_2d(dnnl_memory_desc_t *md, int rows, int cols, dnnl_data_type_t t, int transposed, int ld) {
+    dnnl_dims_t dims = {rows, cols};
+    dnnl_dims_t strides = {transposed ? 1 : ld, transposed ? ld : 1};
+    return dnnl_memory_desc_init_by_strides(md, 2, dims, t, strides);
+}
+
+// The primitive of one product's shape, made on first use (under a lock:
+// the model calls from several threads) and kept until gemm_release.
+static bf16_shape *bf16_find(int ta, int tb, int M, int N, int K, float alpha, float beta, int ldc, dnnl_status_t *st) {
+    bf16_shape *found = NULL;
+#ifdef _OPENMP
+#pragma omp critical(pelab_bf16_shapes)
+#endif
+    {
+        for (int i = 0; i < bf.n_shapes && !found; i++) {
+            bf16_shape *h = &bf.shape[i];
+            if (h->ta == ta && h->tb == tb && h->M == M && h->N == N && h->K == K && h->ldc == ldc && h->alpha == alpha &&
+                h->beta == beta)
+                found = h;
+        }
+        if (!found && bf.n_shapes < BF16_MAX_SHAPES) {
+            bf16_shape *h = &bf.shape[bf.n_shapes];
+            *h = (bf16_shape){ta, tb, M, N, K, ldc, alpha, beta, NULL, {0}, {0}, {0}, {0}, 0};
+            dnnl_matmul_desc_t desc;
+            dnnl_primitive_attr_t attr = NULL;
+            dnnl_post_ops_t post = NULL;
+            dnnl_primitive_desc_t pd = NULL;
+            // A and B packed densely in their stored orientation (ld = their row length)
+            if ((*st = md_2d(&h->a, M, K, dnnl_bf16, ta, ta ? M : K)) == dnnl_success &&
+                (*st = md_2d(&h->b, K, N, dnnl_bf16, tb, tb ? K : N)) == dnnl_success &&
+                (*st = md_2d(&h->c, M, N, dnnl_f32, 0, ldc)) == dnnl_success &&
+                (*st = dnnl_matmul_desc_init(&desc, &h->a, &h->b, NULL, &h->c)) == dnnl_success &&
+                (*st = dnnl_primitive_attr_create(&attr)) == dnnl_success &&
+                // oneDNN shares one scratchpad between primitives unless told
+                // otherwise, and the model's threads run products at once:
+                // each thread passes its own
+                (*st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user)) == dnnl_success &&
+                (alpha == 1.0f || (*st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha)) == dnnl_success) &&
+                (beta == 0.0f || ((*st = dnnl_post_ops_create(&post)) == dnnl_success &&
+                                  (*st = dnnl_post_ops_append_sum(post, beta)) == dnnl_success &&
+                                  (*st = dnnl_primitive_attr_set_post_ops(attr, post)) == dnnl_success)) &&
+                (*st = dnnl_primitive_desc_create(&pd, &desc, attr, bf.engine, NULL)) == dnnl_success &&
+                (*st = dnnl_primitive_create(&h->prim, pd)) == dnnl_success) {
+                h->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+                h->scratch_bytes = dnnl_memory_desc_get_size(&h->scratch);
+                bf.n_shapes++;
+                found = h;
+            }
+            if (pd) dnnl_primitive_desc_destroy(pd);
+            if (post) dnnl_post_ops_destroy(post);
+            if (attr) dnnl_primitive_attr_destroy(attr);
+        } else if (!found)
+            *st = dnnl_out_of_memory;
+    }
+    return found;
+}
+
+static void onednn_bf16_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                             const float *B, int ldb, float beta, float *C, int ldc) {
+    if (M == 0 || N == 0) return;
+    dnnl_status_t st = dnnl_success;
+    bf16_shape *h = K == 0 ? NULL : bf16_find(ta, tb, M, N, K, alpha, beta, ldc, &st);
+    if (K == 0) {  // no products: C = beta · C, as sgemm does
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    int t = thread_index();
+    if (!h || t >= BF16_MAX_THREADS)
+        die_runtime("internal: oneDNN's bf16 matmul failed (status %d) on M=%d N=%d K=%d", (int)st, M, N, K);
+    size_t need = (size_t)M * K + (size_t)K * N;
+    if (bf.cap[t] < need) {
+        free(bf.buf[t]);
+        bf.buf[t] = xmalloc(need * sizeof *bf.buf[t]);
+        bf.cap[t] = need;
+    }
+    if (!bf.stream[t] && (st = dnnl_stream_create(&bf.stream[t], bf.engine, dnnl_stream_default_flags)) != dnnl_success)
+        die_runtime("internal: oneDNN stream (status %d)", (int)st);
+    if (bf.scratch_cap[t] < h->scratch_bytes) {
+        free(bf.scratch[t]);
+        bf.scratch[t] = xmalloc(h->scratch_bytes);
+        bf.scratch_cap[t] = h->scratch_bytes;
+    }
+    uint16_t *a = bf.buf[t], *b = a + (size_t)M * K;
+    if (ta) pack_bf16(a, A, K, M, lda); else pack_bf16(a, A, M, K, lda);
+    if (tb) pack_bf16(b, B, N, K, ldb); else pack_bf16(b, B, K, N, ldb);
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, ms = NULL;
+    if ((st = dnnl_memory_create(&ma, &h->a, bf.engine, a)) == dnnl_success &&
+        (st = dnnl_memory_create(&mb, &h->b, bf.engine, b)) == dnnl_success &&
+        (st = dnnl_memory_create(&mc, &h->c, bf.engine, C)) == dnnl_success &&
+        (st = dnnl_memory_create(&ms, &h->scratch, bf.engine, bf.scratch[t])) == dnnl_success) {
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
+                                   {DNNL_ARG_SCRATCHPAD, ms}};
+        if ((st = dnnl_primitive_execute(h->prim, bf.stream[t], 4, args)) == dnnl_success)
+            st = dnnl_stream_wait(bf.stream[t]);
+    }
+    if (ma) dnnl_memory_destroy(ma);
+    if (mb) dnnl_memory_destroy(mb);
+    if (mc) dnnl_memory_destroy(mc);
+    if (ms) dnnl_memory_destroy(ms);
+    if (st != dnnl_success)
+        die_runtime("internal: oneDNN's bf16 matmul failed (status %d) on M=%d N=%d K=%d", (int)st, M, N, K);
+}
+
+static void bf16_release(void) {
+    for (int i = 0; i < bf.n_shapes; i++) dnnl_primitive_destroy(bf.shape[i].prim);
+    bf.n_shapes = 0;
+    for (int t = 0; t < BF16_MAX_THREADS; t++) {
+        if (bf.stream[t]) dnnl_stream_destroy(bf.stream[t]);
+        free(bf.buf[t]);
+        free(bf.scratch[t]);
+        bf.stream[t] = NULL, bf.buf[t] = NULL, bf.cap[t] = 0, bf.scratch[t] = NULL, bf.scratch_cap[t] = 0;
+    }
+    if (bf.engine) dnnl_engine_destroy(bf.engine);
+    bf.engine = NULL;
+    bf16_slots = 0;
+    bf16_generation++;
+}
+
+static int bf16_start(char *why, size_t whylen) {
+    dnnl_status_t st = bf.engine ? dnnl_success : dnnl_engine_create(&bf.engine, dnnl_cpu, 0);
+    if (st != dnnl_success) {
+        snprintf(why, whylen, "oneDNN could not make a CPU engine (status %d)", (int)st);
+        return 0;
+    }
+    bf16_shape *h = bf16_find(0, 0, 16, 16, 16, 1.0f, 0.0f, 16, &st);
+    if (!h) {
+        snprintf(why, whylen, "oneDNN has no bf16 matrix product for this CPU (status %d)", (int)st);
+        return 0;
+    }
+    return 1;
+}
 #else
 static int onednn_available(char *why, size_t whylen) {
     snprintf(why, whylen, "not built: install Debian's libdnnl-dev (scripts/install-deps.sh --onednn) and rebuild");
@@ -52,6 +254,18 @@ static int onednn_available(char *why, size_t whylen) {
 static void onednn_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                          const float *B, int ldb, float beta, float *C, int ldc) {
     die_runtime("internal: oneDNN is not built into this binary");
+}
+
+static void onednn_bf16_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                             const float *B, int ldb, float beta, float *C, int ldc) {
+    die_runtime("internal: oneDNN is not built into this binary");
+}
+
+static void bf16_release(void) {}
+
+static int bf16_start(char *why, size_t whylen) {
+    snprintf(why, whylen, "not built: install Debian's libdnnl-dev (scripts/install-deps.sh --onednn) and rebuild");
+    return 0;
 }
 #endif
 
@@ -63,9 +277,64 @@ const int gemm_engine_count = (int)(sizeof gemm_engines / sizeof gemm_engines[0]
 
 static const gemm_engine *engine_in_use = &gemm_engines[0];
 
+static int bf16_on;  // gemm_set_precision
+
 void gemm_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                 float beta, float *C, int ldc) {
-    engine_in_use->sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (!bf16_on) {
+        engine_in_use->sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#ifdef _OPENMP
+    // as oneDNN's sgemm: one thread for a product, so that its bits follow its shape only
+    int n = omp_get_max_threads();
+    if (n > 1 && !omp_in_parallel()) {
+        omp_set_num_threads(1);
+        onednn_bf16_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        omp_set_num_threads(n);
+        return;
+    }
+#endif
+    onednn_bf16_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+int gemm_set_precision(const char *name, char *err, size_t errlen) {
+    char why[200] = "";
+    if (!strcmp(name, "fp32")) {
+        bf16_on = 0;
+        return 1;
+    }
+    if (strcmp(name, "bf16")) {
+        snprintf(err, errlen, "--precision: unknown precision '%s' (fp32, bf16)", name);
+        return 0;
+    }
+    if (strcmp(engine_in_use->name, "onednn")) {
+        snprintf(err, errlen, "--precision bf16 needs the oneDNN engine (--gemm onednn); the engine in use is %s",
+                 engine_in_use->name);
+        return 0;
+    }
+    int ok;
+#ifdef _OPENMP
+    int n = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    ok = bf16_start(why, sizeof why);
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    if (!ok) {
+        snprintf(err, errlen, "--precision bf16: %s", why);
+        return 0;
+    }
+    bf16_on = 1;
+    return 1;
+}
+
+const char *gemm_precision(void) { return bf16_on ? "bf16" : "fp32"; }
+
+void gemm_release(void) {
+    bf16_release();
+    bf16_on = 0;
 }
 
 const char *gemm_name(void) { return engine_in_use->name; }
@@ -113,6 +382,7 @@ static int cpu_has_avx512(void) {
 
 int gemm_use(const char *name, char *err, size_t errlen) {
     char why[200] = "";
+    bf16_on = 0;
     if (!strcmp(name, "auto")) {
         const gemm_engine *dnn = &gemm_engines[1];
         engine_in_use = &gemm_engines[0];

@@ -39,9 +39,22 @@ extern const int gemm_engine_count;
 // and the CPU has AVX-512 (where it computes in wider registers than the
 // OpenBLAS kernel pelab pins); OpenBLAS otherwise. The choice follows the
 // machine, never a timing, so a run's bits do not depend on how busy the
-// machine was when it started. 1, or 0 with err.
+// machine was when it started. Products are fp32 again after it. 1, or 0
+// with err.
 int gemm_use(const char *name, char *err, size_t errlen);
 // The engine in use ("openblas" until gemm_use chooses another).
 const char *gemm_name(void);
+
+// The precision of every product: "fp32" (the engine's sgemm; the default)
+// or "bf16" (mixed precision: A and B rounded to bfloat16, to nearest even,
+// and multiplied by oneDNN's matmul primitive with fp32 accumulation and an
+// fp32 C; needs the oneDNN engine, and refuses a CPU oneDNN has no bf16
+// product for). Weights, gradients, optimiser state and everything outside
+// the products stay fp32. 1, or 0 with err.
+int gemm_set_precision(const char *name, char *err, size_t errlen);
+const char *gemm_precision(void);
+// Frees what bf16 keeps (its primitives per shape, buffers and streams) and
+// returns to fp32.
+void gemm_release(void);
 
 #endif

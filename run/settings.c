@@ -21,6 +21,7 @@ static const char *const attn_modes[] = {"causal", "bidir", NULL};
 static const char *const attn_kernels[] = {"blocks", "fused", NULL};
 // --gemm: "auto", then model/gemm.h's engines in their order
 static const char *const gemm_choices[] = {"auto", "openblas", "onednn", NULL};
+static const char *const precisions[] = {"fp32", "bf16", NULL};
 static const char SEC_DATA[] = "data", SEC_MODEL[] = "model", SEC_PE[] = "position encodings",
                   SEC_TRAIN[] = "training", SEC_OUT[] = "evaluation and output";
 #define ALL_FILES (WITH_LOAD | WITH_RESUME | WITH_INIT)
@@ -110,6 +111,10 @@ const setting settings_schema[] = {
      .metavar = "E",
      .help = "matrix engine: openblas, onednn (when built with Debian's libdnnl-dev), or auto (oneDNN on a CPU with "
              "AVX-512, else OpenBLAS); the engines' last bits differ; --json records the one used (docs/performance.md)"},
+    {.name = "precision", .type = SET_CHOICE, O(precision), .def = "fp32", .choices = precisions, .section = SEC_TRAIN,
+     .metavar = "P",
+     .help = "fp32, or bf16: mixed precision, the matrix products' inputs rounded to bfloat16 with fp32 accumulation "
+             "(needs --gemm onednn); weights, gradients and optimiser state stay fp32 (docs/performance.md)"},
     {.name = "attn-kernel", .type = SET_CHOICE, O(attn_kernel), .def = "blocks", .choices = attn_kernels,
      .section = SEC_TRAIN, .metavar = "K",
      .help = "blocks (keeps the attention weights for the backward pass) or fused (keeps two numbers per row and "

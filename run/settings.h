@@ -35,6 +35,7 @@ typedef struct {
     int attn;  // index into "causal", "bidir"
     int attn_kernel;  // index into "blocks", "fused"
     int gemm;         // index into "auto", "openblas", "onednn" (after start-up: the engine in use, never auto)
+    int precision;    // index into "fp32", "bf16" (the products': model/gemm.h)
     long ctx, d_model, layers, heads, rand_pos;
     // training
     long batch, steps, warmup, threads, log_every, stop_at, seed, eval_every;

@@ -615,6 +615,11 @@ static int test_resumed_run_continues_its_record(void) {
     double t3 = e2 ? atof(e2 + 11) : -1;
     EXPECT(t1 > 0 && t2 > t1 && t3 > t1, "training seconds: %g at the stop, %g in the resumed --json, %g at the resumed "
            "run's first --log point (both should count the first part)", t1, t2, t3);
+    // an evaluation of the checkpoint trains nothing: none of the run's record is its own
+    s = run_train("--quiet --load {T}/rec.ck --eval-tokens 256 --json {T}/eval.json");
+    slurp(tmp_path("eval.json"), j, sizeof j);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(j, "\"seconds\": 0.000") && !strstr(j, "\"curve\""),
+           "--load's --json reports the checkpoint's training as its own: %s", j);
     return fails;
 }
 
@@ -967,8 +972,8 @@ static int threads_same_bits(const char *gemm) {
     char probe[128];
     snprintf(probe, sizeof probe, "--steps 1 --quiet --gemm %s", gemm);
     int s0 = run_train(probe);
-    if (!(WIFEXITED(s0) && WEXITSTATUS(s0) == 0) && strstr(err_buf, "not built")) {
-        printf("    --gemm %s: not built into ./train\n", gemm);
+    if (!(WIFEXITED(s0) && WEXITSTATUS(s0) == 0) && (strstr(err_buf, "not built") || strstr(err_buf, "no bf16"))) {
+        printf("    --gemm %s: %s", gemm, err_buf);
         return TEST_SKIPPED;
     }
     const char *specs[] = {"rope", "learned+alibi", "sinusoidal+xl", "shaw", "t5", "cope", "fire", "kerple"};
@@ -992,6 +997,28 @@ static int threads_same_bits(const char *gemm) {
 
 static int test_threads_same_bits(void) { return threads_same_bits("openblas"); }
 static int test_threads_same_bits_onednn(void) { return threads_same_bits("onednn"); }
+
+// bf16 mixed precision: the same bits at one and two threads; a checkpoint
+// of the same format (fp32 weights), which an fp32 run loads; refused
+// without the engine that computes it.
+static int test_bf16(void) {
+    int fails = 0;
+    int f = threads_same_bits("onednn --precision bf16");
+    if (f == TEST_SKIPPED) return f;
+    fails += f;
+    int s = run_train("--load {T}/threads1.ck --gemm openblas --eval-tokens 256 --quiet");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "eval ctx=40"),
+           "a bf16 run's checkpoint does not load in fp32: %s", err_buf);
+    s = run_train("--steps 1 --quiet --gemm openblas --precision bf16");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "needs the oneDNN engine"),
+           "bf16 under OpenBLAS: exit %d, %s", WEXITSTATUS(s), err_buf);
+    s = run_train("--steps 1 --quiet --gemm onednn --precision bf16 --json {T}/bf16.json");
+    static char j[1 << 16];
+    slurp(tmp_path("bf16.json"), j, sizeof j);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(j, "\"precision\": \"bf16\""),
+           "--json does not record the precision: %s", err_buf);
+    return fails;
+}
 
 // A text file: byte-level tokens, causal and bidirectional.
 static int test_text_file(void) {
@@ -1710,6 +1737,7 @@ const test_case cli_tests[] = {
     {"cli/rand_pos", test_rand_pos},
     {"cli/threads_do_not_change_the_bits", test_threads_same_bits},
     {"cli/threads_do_not_change_the_bits_onednn", test_threads_same_bits_onednn},
+    {"cli/bf16_same_bits_same_format", test_bf16},
     {"cli/task_copy_is_learned", test_task_copy_learned},
     {"cli/llmc_token_shard", test_llmc_shard},
 };

@@ -5,6 +5,7 @@
 // every engine built in that the rest of the suite did not use (the suite
 // runs under --gemm auto's pick, as ./train does; --threads under each
 // engine: cli/threads_do_not_change_the_bits*).
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -12,12 +13,62 @@
 #include "../model/gemm.h"
 #include "test.h"
 
-// Products of random shapes, transpositions, strides, alpha and beta
-// against double precision, on every engine built in.
+static float round_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float as_is(float f) { return f; }
+
+// 40 products of random shapes, transpositions, strides, alpha and beta by
+// gemm_sgemm (the engine and precision in use) against double precision on
+// the inputs as `in` gives them (as_is, or rounded to bf16: then only the
+// fp32 accumulation's rounding may differ). `what` names the engine.
+static int products_match_double(const char *what, float (*in)(float), unsigned seed) {
+    int fails = 0;
+    rng_t r = {seed};
+    for (int trial = 0; trial < 40; trial++) {
+        int M = 1 + (int)rng_below(&r, 150), N = 1 + (int)rng_below(&r, 150), K = 1 + (int)rng_below(&r, 300);
+        int ta = (int)rng_below(&r, 2), tb = (int)rng_below(&r, 2), pad = (int)rng_below(&r, 5);
+        int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+        float alpha = trial % 3 ? 1.0f : 0.37f, beta = (float)(trial % 2);
+        size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+        float *A = malloc(sizeof(float) * na), *B = malloc(sizeof(float) * nb), *C = malloc(sizeof(float) * nc);
+        test_fill_normal(A, na, 1.0f, 100 * seed + trial), test_fill_normal(B, nb, 1.0f, 100 * seed + 50 + trial);
+        test_fill_normal(C, nc, 1.0f, 100 * seed + 99 - trial);
+        double worst = 0;
+        double *ref = malloc(sizeof(double) * (size_t)M * N);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0;
+                for (int k = 0; k < K; k++)
+                    s += (double)in(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                         in(tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+                ref[(size_t)i * N + j] = alpha * s + beta * C[(size_t)i * ldc + j];
+            }
+        gemm_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double d = fabs(C[(size_t)i * ldc + j] - ref[(size_t)i * N + j]);
+                if (!(d <= worst)) worst = d;
+            }
+        // a float sum of K products of N(0,1) numbers: error ~ K·2^-24·√K
+        double tol = 1e-5 * K * sqrt((double)K) + 1e-5;
+        EXPECT(worst <= tol, "%s: M=%d N=%d K=%d trans %d%d ld %d/%d/%d alpha %g beta %g: off by %g (tolerance %g)",
+               what, M, N, K, ta, tb, lda, ldb, ldc, alpha, beta, worst, tol);
+        free(A), free(B), free(C), free(ref);
+    }
+    return fails;
+}
+
+// Every engine built in, against double precision.
 static int test_engines_match_double(void) {
     int fails = 0, tried = 0;
     const char *before = gemm_name();
-    rng_t r = {11};
     for (int e = 0; e < gemm_engine_count; e++) {
         char err[256];
         if (!gemm_use(gemm_engines[e].name, err, sizeof err)) {
@@ -25,37 +76,7 @@ static int test_engines_match_double(void) {
             continue;
         }
         tried++;
-        for (int trial = 0; trial < 40; trial++) {
-            int M = 1 + (int)rng_below(&r, 150), N = 1 + (int)rng_below(&r, 150), K = 1 + (int)rng_below(&r, 300);
-            int ta = (int)rng_below(&r, 2), tb = (int)rng_below(&r, 2), pad = (int)rng_below(&r, 5);
-            int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
-            float alpha = trial % 3 ? 1.0f : 0.37f, beta = (float)(trial % 2);
-            size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
-            float *A = malloc(sizeof(float) * na), *B = malloc(sizeof(float) * nb), *C = malloc(sizeof(float) * nc);
-            test_fill_normal(A, na, 1.0f, 100 + trial), test_fill_normal(B, nb, 1.0f, 200 + trial);
-            test_fill_normal(C, nc, 1.0f, 300 + trial);
-            double worst = 0;
-            double *ref = malloc(sizeof(double) * (size_t)M * N);
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) {
-                    double s = 0;
-                    for (int k = 0; k < K; k++)
-                        s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
-                             (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
-                    ref[(size_t)i * N + j] = alpha * s + beta * C[(size_t)i * ldc + j];
-                }
-            gemm_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) {
-                    double d = fabs(C[(size_t)i * ldc + j] - ref[(size_t)i * N + j]);
-                    if (!(d <= worst)) worst = d;
-                }
-            // a float sum of K products of N(0,1) numbers: error ~ K·2^-24·√K
-            double tol = 1e-5 * K * sqrt((double)K) + 1e-5;
-            EXPECT(worst <= tol, "%s: M=%d N=%d K=%d trans %d%d ld %d/%d/%d alpha %g beta %g: off by %g (tolerance %g)",
-                   gemm_engines[e].name, M, N, K, ta, tb, lda, ldb, ldc, alpha, beta, worst, tol);
-            free(A), free(B), free(C), free(ref);
-        }
+        fails += products_match_double(gemm_engines[e].name, as_is, 1);
     }
     char err[256];
     gemm_use(before, err, sizeof err);
@@ -168,7 +189,35 @@ static int test_again_under_other_engines(void) {
     return fails;
 }
 
+// bf16 (--precision bf16): products against double precision on the same
+// bf16-rounded inputs (only the fp32 accumulation's rounding may differ),
+// then the tests whose numbers pass through the products again, the PyTorch
+// comparison with its bf16 tolerance (tests/test_torch.c says why).
+static int test_bf16(void) {
+    int fails = 0;
+    char before[32], err[256];
+    snprintf(before, sizeof before, "%s", gemm_name());
+    if (!gemm_use("onednn", err, sizeof err) || !gemm_set_precision("bf16", err, sizeof err)) {
+        printf("    %s\n", err);
+        gemm_use(before, err, sizeof err);
+        return TEST_SKIPPED;
+    }
+    fails += products_match_double("onednn, bf16", round_bf16, 2);
+    for (size_t i = 0; i < sizeof under_each_engine / sizeof under_each_engine[0]; i++) {
+        const test_case *t = test_find(under_each_engine[i]);
+        EXPECT(t, "no test named %s", under_each_engine[i]);
+        if (!t) continue;
+        int f = t->fn();
+        printf("    %s under --precision bf16: %s\n", t->name, f == TEST_SKIPPED ? "skipped" : f ? "FAILED" : "ok");
+        if (f > 0) fails += f;
+    }
+    gemm_release();
+    gemm_use(before, err, sizeof err);
+    return fails;
+}
+
 const test_case engine_tests[] = {
+    {"engine/bf16_products_and_tests_again", test_bf16},
     {"engine/every_engine_matches_double", test_engines_match_double},
     {"engine/gradients_agree_across_engines", test_gradients_agree_across_engines},
     {"engine/tests_again_under_each_other_engine", test_again_under_other_engines},

@@ -118,16 +118,15 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, const pe_
 #pragma omp parallel for schedule(dynamic, 8)
     for (int row = 0; row < nseq * T; row++) {
         int s = row / T, i = row % T, pi = fire_pos(bt, s, i);
-        float out[H], *b = st->bias + (size_t)s * H * TT + (size_t)i * T;
+        float *b = st->bias + (size_t)s * H * TT + (size_t)i * T, *x = xmalloc(sizeof(float) * (i + 1)),
+              *out = xmalloc(sizeof(float) * (i + 1) * H);
         double den = log(c * (L > pi ? L : pi) + 1.0);
         float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i, 0) : NULL;
-        size_t per = fire_kept_per_pair(pe);
-        for (int j = 0; j <= i; j++) {
-            float x = (float)(log(c * (pi - fire_pos(bt, s, j)) + 1.0) / den);
-            if (kept) pe_mlp_forward_keep(&m, pe, params, layer, x, out, kept + (size_t)j * per);
-            else pe_mlp_forward(&m, pe, params, layer, x, out);
-            for (int h = 0; h < H; h++) b[h * TT + j] = out[h];
-        }
+        for (int j = 0; j <= i; j++) x[j] = (float)(log(c * (pi - fire_pos(bt, s, j)) + 1.0) / den);
+        pe_mlp_forward_many(&m, pe, params, layer, i + 1, x, out, kept);
+        for (int j = 0; j <= i; j++)
+            for (int h = 0; h < H; h++) b[h * TT + j] = out[(size_t)j * H + h];
+        free(x), free(out);
     }
 }
 
