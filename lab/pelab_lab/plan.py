@@ -513,7 +513,7 @@ def plan(config, list_pe_text):
         env = {**pinned, **{str(k): str(v) for k, v in (spec.get("env") or {}).items()}}
         for r in runs:
             r.env = env
-            r.options = r.options + engine
+            r.options = r.options + (gemm_options(spec) if "gemm" in spec else engine)   # an experiment's own engine
             r.uses_text = r.uses_text or "{text}" in r.options   # args may name the corpus as {text}
         keys = [r.key for r in runs]
         if len(set(keys)) != len(keys):
