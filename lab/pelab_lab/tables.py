@@ -276,14 +276,14 @@ def _budgets(runs):
     return out
 
 
-def _learned_first(runs):
+def _learned_first(runs, budgets=None):
     """The budget rule, per task: did the best encoding learn the training
     sizes on nine seeds in ten within the cap? A task where none did is
     reported, not judged (its test ranges are read only for the seeds that
     learned)."""
     thr = runs["solve_at"].dropna().iloc[0]
     rows = []
-    for tk, (cap, enc) in _budgets(runs).items():
+    for tk, (cap, enc) in (budgets or _budgets(runs)).items():
         pe, n, k, step, _ = enc[0]
         met = k >= BUDGET_SHARE * n
         lo, hi = stats.solved_fraction(k, n)
@@ -307,8 +307,8 @@ def task_budget(name, t, stem, spec):
         .to_csv(f"{stem}.csv", index=False)
     curve[["task", "pe", "seed", "step", "task_acc"]].to_csv(f"{stem}_curve.csv", index=False)
     thr = runs["solve_at"].dropna().iloc[0] if runs["solve_at"].notna().any() else LEARNED
-    rows = []
-    for tk, (cap, enc) in _budgets(runs).items():
+    rows, budgets = [], _budgets(runs)
+    for tk, (cap, enc) in budgets.items():
         for pe, n, k, step, h in enc:
             h = h.sort_values("seed")
             ok = h["solved"] == 1
@@ -317,13 +317,13 @@ def task_budget(name, t, stem, spec):
             seeds = " ".join(f"{v:.0f}" if y else f"✗{a:.2f}" for v, y, a in zip(h["solve_step"], ok, h["acc"]))
             rows.append([tk, pe, n, f"{k}/{n} [{lo:.2f}, {hi:.2f}]", f"{_steps(med)} [{_steps(mlo)}, {_steps(mhi)}]",
                          _steps(step), seeds])
-    caps = {tk: cap for tk, (cap, _) in _budgets(runs).items()}
+    caps = {tk: cap for tk, (cap, _) in budgets.items()}
     figures.solve_curves(runs, f"share of seeds that learned the training sizes against training step, {name}",
                          stem, caps, panel="task", share=BUDGET_SHARE)
     figures.task_curves(curve, f"exact match at the training sizes during training, {name}", f"{stem}_acc", thr)
     base = stem.split("/")[-1]
     return "\n".join([
-        _learned_first(runs), "",
+        _learned_first(runs, budgets), "",
         "## Every encoding", "",
         "Learned by the cap: with the Clopper–Pearson 95% interval. Median steps to learn: the first step by which "
         "half the seeds had (every unlearned run stops at its task's cap, so it is the plain fraction), with the "

@@ -112,12 +112,6 @@ void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int 
     run(mlp, pe, params, copy, x, &tr, out, NULL);
 }
 
-void pe_mlp_forward_keep(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out,
-                         float *keep) {
-    mlp_trace tr;
-    run(mlp, pe, params, copy, x, &tr, out, keep);
-}
-
 // n inputs at once, PAIRS at a time with the input as the innermost index:
 // the same operations in the same order for each input as run() does (so
 // the same bits), but over PAIRS inputs side by side, which the compiler
@@ -162,7 +156,7 @@ __attribute__((optimize("fp-contract=off"))) void pe_mlp_forward_many(const pe_m
     }
 }
 
-// dw[k], db[k]: where layer k's gradients go. kept: what pe_mlp_forward_keep
+// dw[k], db[k]: where layer k's gradients go. kept: what pe_mlp_forward_many
 // kept of this x, or NULL to run the forward pass again.
 static float backward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, const float *dout,
                       float *dw[3], float *db[3], const float *kept) {

@@ -24,21 +24,18 @@ void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int 
 float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, float *grads, int copy, float x,
                       const float *dout);
 
-// The forward pass that also keeps, in keep (pe_mlp_kept_floats floats),
-// what the backward pass would otherwise compute again (the exponentials).
+// What a forward pass keeps for the backward pass (its exponentials), per input.
 size_t pe_mlp_kept_floats(const pe_mlp *mlp);
-void pe_mlp_forward_keep(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out,
-                         float *keep);
-
-// pe_mlp_forward_keep of n inputs x[0..n): out (n × out) and, when keep is
-// not NULL, n kept passes one after the other. The same bits, faster.
+// The forward pass of n inputs x[0..n): out (n × out) and, when keep is not
+// NULL, what each keeps (pe_mlp_kept_floats floats), one after the other.
+// The same bits as pe_mlp_forward of each.
 void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
                          float *out, float *keep);
 
 // The same into a compact buffer of pe_mlp_floats(mlp) floats (the gradient
 // of one copy), so that threads can each sum their own share; pe_mlp_add
 // then adds such a buffer to the gradient of copy. kept: what
-// pe_mlp_forward_keep kept for this x (the same bits as without), or NULL.
+// pe_mlp_forward_many kept for this x (the same bits as without), or NULL.
 size_t pe_mlp_floats(const pe_mlp *mlp);
 float pe_mlp_backward_local(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x,
                             const float *dout, float *local, const float *kept);
