@@ -120,8 +120,16 @@ enum { PAIRS = 16 };
 
 // (run() compiles to a multiply and an add per term, not a fused
 // multiply-add: so must this, or the last bits differ.)
-__attribute__((optimize("fp-contract=off"))) void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
+#if defined(__clang__)
+#define NO_CONTRACT  // clang contracts within a statement only: the pragma below
+#else
+#define NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#endif
+NO_CONTRACT void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
                          float *out, float *keep) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
     size_t kf = pe_mlp_kept_floats(mlp);
     for (int j0 = 0; j0 < n; j0 += PAIRS) {
         int np = n - j0 < PAIRS ? n - j0 : PAIRS;
