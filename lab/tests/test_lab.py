@@ -289,6 +289,25 @@ class Budget(unittest.TestCase):
         self.assertEqual(stats.step_by_share(t[:5], [1] * 5, 0.9), 500)   # 90% of 5 is all 5
         self.assertTrue(math.isnan(stats.step_by_share([], [], 0.9)))
 
+    def test_a_fixed_budget_is_met_by_nine_seeds_in_ten_of_the_best_encoding(self):
+        from pelab_lab import tables
+        rows = []
+        for pe, learned in (("rope", 9), ("alibi", 10)):
+            for seed in range(1, 11):
+                rows.append({"task": "copy", "pe": pe, "seed": seed, "range": 0, "path": f"{pe}/{seed}",
+                             "learned": seed <= learned})
+                rows.append({"task": "sort", "pe": pe, "seed": seed, "range": 0, "path": f"s{pe}/{seed}",
+                             "learned": seed <= learned - 2})
+        task = pd.DataFrame(rows)
+        runs = pd.DataFrame({"path": task["path"], "steps": [3000 if p.startswith("s") else 5000 for p in task["path"]]})
+        text = tables._learned_at_budget(task, runs)
+        copy = next(l for l in text.splitlines() if l.startswith("| copy"))
+        sort = next(l for l in text.splitlines() if l.startswith("| sort"))
+        self.assertIn("| 5000 | alibi | 10/10", copy)
+        self.assertTrue(copy.endswith("| met |"))
+        self.assertIn("| 3000 | alibi | 8/10", sort)
+        self.assertIn("not met", sort)
+
 
 class Baselines(unittest.TestCase):
     def test_unigram_and_bigram_by_hand(self):
