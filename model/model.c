@@ -217,6 +217,9 @@ static double run_bytes(const model_t *m, int B, int T, int training) {
     for (int i = 0; i < n; i++) bytes += (double)buf[i].n * sizeof(float);
     for (int i = 0; i < PE_SLOTS; i++)
         if (m->pe[i].ops && m->pe[i].ops->table_floats) bytes += (double)m->pe[i].ops->table_floats(&m->pe[i], T, m->attn_chunk) * sizeof(float);
+    for (int i = 0; i < PE_SLOTS; i++)
+        if (training && !m->attn_fused && m->pe[i].ops && m->pe[i].ops->kept_floats)
+            bytes += (double)m->pe[i].ops->kept_floats(&m->pe[i], B, T) * sizeof(float);
     if (training) bytes += 4.0 * (double)m->tab.total * sizeof(float);
     return bytes;
 }
@@ -316,7 +319,8 @@ static void check_tokens(const model_t *m, const int *tokens, const int *targets
 
 // What the encodings' per-layer hooks are told about a batch of these activations.
 static pe_batch batch_of(const model_t *m, const model_acts *a) {
-    return (pe_batch){a->pos, a->B, a->T, a->pos ? m->cfg.rand_pos : a->T, a->chunk, a->training};
+    return (pe_batch){a->pos, a->B, a->T, a->pos ? m->cfg.rand_pos : a->T, a->chunk, a->training,
+                      a->training && !a->fused};
 }
 
 double model_forward(model_t *m, model_acts *a, const int *tokens, const int *targets, const int *seg) {

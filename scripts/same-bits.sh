@@ -25,6 +25,7 @@ done
 for pe in sinusoidal rope alibi xpos fire cope; do
   runs+=("text.$pe|$small --pe $pe --data $text --ctx 32 --steps 80 --eval-ctx 32,64,128 --eval-tokens 2048")
 done
+runs+=("cats.cope.clipped|$small --pe cope --cope-max-pos 3 --steps 120 --eval-every 40")  # counts past P
 runs+=("task.sort|$small --pe rope --data task:sort --steps 80 --task-eval 50")
 runs+=("randpos|$small --pe rope --data $text --ctx 32 --rand-pos 128 --steps 60 --eval-ctx 32,128 --eval-tokens 1024")
 fails=0 n=0

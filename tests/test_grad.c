@@ -197,7 +197,7 @@ static void at_run(at_ctx *c) {
     pe_t *rel = m->pe[PE_REL].ops ? &m->pe[PE_REL] : NULL;
     memcpy(c->qkv, c->qkv_in, sizeof(float) * 3 * c->B * c->T * cf->d_model);
     int chunk = c->fused ? FUSED_CHUNK : ATTN_CHUNK;
-    const pe_batch bt = {c->pos, c->B, c->T, c->pos ? cf->rand_pos : c->T, chunk, 1};  // as model_forward makes it
+    const pe_batch bt = {c->pos, c->B, c->T, c->pos ? cf->rand_pos : c->T, chunk, 1, !c->fused};  // as model_forward makes it
     if (rel && rel->ops->qk_forward) rel->ops->qk_forward(rel, c->qkv, c->B, c->T, c->pos, 0);
     if (rel && rel->ops->layer_begin) rel->ops->layer_begin(rel, m->params, 0, &bt);
     attn_dims d = {c->B, c->T, cf->d_model, cf->heads, cf->causal, c->seg, rel, m->params, 0, chunk, c->pos, NULL};
@@ -237,7 +237,7 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos, int fus
     attn_dims d = {B, T, C, cfg.heads, causal, seg, rel, m.params, 0, fused ? FUSED_CHUNK : ATTN_CHUNK, pa.pos, NULL};
     if (fused) attn_fused_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
     else attn_backward(dqkv, m.grads, c.dout, c.att, c.qkv, &d, c.scratch);
-    const pe_batch bt = {pa.pos, B, T, pa.pos ? rand_pos : T, fused ? FUSED_CHUNK : ATTN_CHUNK, 1};
+    const pe_batch bt = {pa.pos, B, T, pa.pos ? rand_pos : T, fused ? FUSED_CHUNK : ATTN_CHUNK, 1, !fused};
     if (rel && rel->ops->layer_end) rel->ops->layer_end(rel, m.params, m.grads, 0, &bt);
     if (rel && rel->ops->qk_backward) rel->ops->qk_backward(rel, dqkv, B, T, pa.pos, 0);
     int fails = fd_compare("dqkv", c.qkv_in, dqkv, 3 * BTC, 40, at_loss, &c);

@@ -366,7 +366,7 @@ static int test_xl_fast_equals_direct(void) {
         rng_t r = {3};
         for (int i = 0; i < T * 3 * C; i++) qkv[i] = rng_normal(&r);
         pe_t *pe = &m.pe[PE_REL];
-        const pe_batch bt = {NULL, 1, T, T, ATTN_CHUNK, 0};
+        const pe_batch bt = {NULL, 1, T, T, ATTN_CHUNK, 0, 0};
         pe->ops->layer_begin(pe, m.params, 1, &bt);
         const float *WR = m.params + pe->off[0] + (size_t)C * C, *u = m.params + pe->off[1] + C, *v = m.params + pe->off[2] + C;
         double worst = 0;
@@ -440,7 +440,7 @@ static void bias_matrix(model_t *m, int h, int T, float *s) {
     int C = m->cfg.d_model;
     float *zero = calloc((size_t)T * C, sizeof(float));
     memset(s, 0, sizeof(float) * T * T);
-    const pe_batch bt = {NULL, 1, T, T, T, 0};  // one block of all T rows
+    const pe_batch bt = {NULL, 1, T, T, T, 0, 0};  // one block of all T rows
     if (pe->ops->layer_begin) pe->ops->layer_begin(pe, m->params, 0, &bt);
     pe->ops->score_forward(pe, m->params, 0, h, 0, zero, zero, C, 0, T, T, s, T, NULL);
     free(zero);
@@ -508,7 +508,7 @@ static int test_cope_counts(void) {
     for (int t = 0; t < T; t++)
         for (int e = 0; e < hs; e++) q[(size_t)t * C + e] = (e % 2 ? -1.0f : 1.0f), k[(size_t)t * C + e] = (e % 2 ? -1.0f : 1.0f) * 50.0f / hs;
     pe_t *pe = &m.pe[PE_REL];
-    const pe_batch bt = {NULL, 1, T, T, T, 0};  // one block of all T rows
+    const pe_batch bt = {NULL, 1, T, T, T, 0, 0};  // one block of all T rows
     pe->ops->layer_begin(pe, m.params, 0, &bt);
     pe->ops->score_forward(pe, m.params, 0, 0, 0, q, k, C, 0, T, T, s, T, NULL);
     const float *E = m.params + pe->off[0];  // layer 0: (P + 1, hs)

@@ -12,7 +12,10 @@
 //
 // Backward (per row i, keys j ≤ i): dz_i at ⌊p⌋ and ⌈p⌉ from ds_ij, dp_ij =
 // ds_ij·(z_i[⌈p⌉] − z_i[⌊p⌋])/sqrt(hs) (0 where clipped), then through the
-// cumulative sum: dg_it = Σ_{j ≤ t} dp_ij, and dg·g(1 − g) to q·k.
+// cumulative sum: dg_it = Σ_{j ≤ t} dp_ij, and dg·g(1 − g) to q·k. In
+// training under the blocks kernel the forward's gates and z are kept (the
+// size of attention's own (T, T) weights) and the backward reads them; the
+// fused kernel, which keeps no (T, T) tables, computes them again.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,13 @@ typedef struct {
     int T, chunk, H;
     size_t per_head;  // floats of one head's scratch
     float *work;      // per head: G, p (chunk × T each), z, dz (chunk × (P+1) each), dE ((P+1) × hs)
+    // Training under the blocks kernel: the forward's gates (T × T, the
+    // attention weights' layout) and z rows (T × (P+1)) per layer, sequence and
+    // head, written there by the forward's products and read by the backward
+    // instead of computing them a second time (the same bits).
+    int keep;         // the batch now running keeps them (pe_batch.keep_pairs)
+    int kept_B, kept_T;
+    float *kept;
 } cope_state;
 
 static int cope_P(const pe_t *pe) { return (int)pe->opt[COPE_MAX_POS]; }
@@ -46,7 +56,7 @@ static void cope_init(pe_t *pe, param_table *tab) {
 
 static void cope_free(pe_t *pe) {
     cope_state *st = pe->state;
-    if (st) free(st->work);
+    if (st) free(st->work), free(st->kept);
     free(st);
     pe->state = NULL;
 }
@@ -58,9 +68,23 @@ static size_t cope_per_head(const pe_t *pe, int T, int chunk) {
 
 static size_t cope_table_floats(const pe_t *pe, int T, int chunk) { return pe->cfg->heads * cope_per_head(pe, T, chunk); }
 
+// One sequence and head's kept values: T rows of gates (T each), then T rows of z.
+static size_t cope_kept_per_seq(const pe_t *pe, int T) { return (size_t)T * (T + cope_P(pe) + 1); }
+
+static size_t cope_kept_floats(const pe_t *pe, int B, int T) {
+    size_t seqs = size_mul((size_t)pe->cfg->layers * B, (size_t)pe->cfg->heads, "CoPE kept gates");
+    return size_mul(seqs, cope_kept_per_seq(pe, T), "CoPE kept gates");
+}
+
 static void cope_layer_begin(pe_t *pe, const float *params, int layer, const pe_batch *bt) {
     int T = bt->span;
     cope_state *st = pe->state;
+    st->keep = bt->keep_pairs;
+    if (st->keep && (!st->kept || st->kept_B != bt->B || st->kept_T != T)) {
+        free(st->kept);
+        st->kept = xmalloc(size_mul(cope_kept_floats(pe, bt->B, T), sizeof(float), "CoPE kept gates"));
+        st->kept_B = bt->B, st->kept_T = T;
+    }
     if (st->work && st->T == T && st->chunk == bt->chunk) return;
     free(st->work);
     st->per_head = cope_per_head(pe, T, bt->chunk);
@@ -78,6 +102,20 @@ static cope_bufs cope_head(const pe_t *pe, int h) {
     float *w = st->work + (size_t)h * st->per_head;
     return (cope_bufs){w, w + CT, w + 2 * CT, w + 2 * CT + (size_t)st->chunk * P1,
                        w + 2 * CT + 2 * (size_t)st->chunk * P1};
+}
+
+// Head h's buffers for the block of rows from i0 of sequence b: when the
+// batch keeps them, the gates and z are the kept store's rows.
+static cope_bufs cope_block(const pe_t *pe, int layer, int h, int b, int i0) {
+    const cope_state *st = pe->state;
+    cope_bufs w = cope_head(pe, h);
+    if (st->keep) {
+        int T = st->kept_T;
+        float *seq = st->kept + (((size_t)layer * st->kept_B + b) * st->H + h) * cope_kept_per_seq(pe, T);
+        w.G = seq + (size_t)i0 * T;
+        w.z = seq + (size_t)T * T + (size_t)i0 * (cope_P(pe) + 1);
+    }
+    return w;
 }
 
 // G = q·kᵀ (unscaled), gates into G, positions into p, z = q·Eᵀ.
@@ -98,9 +136,23 @@ static void cope_positions(const pe_t *pe, const float *params, int layer, const
     }
 }
 
+// The positions again from kept gates: their sums, added in the forward's order.
+static void cope_counts(const pe_t *pe, int i0, int nq, int nk, cope_bufs *w) {
+    int T = ((const cope_state *)pe->state)->T;
+    for (int r = 0; r < nq; r++) {
+        int i = i0 + r;
+        const float *g = w->G + (size_t)r * T;
+        float *p = w->p + (size_t)r * T, cum = 0.0f;
+        for (int j = (i < nk - 1 ? i : nk - 1); j >= 0; j--) {
+            cum += g[j];
+            p[j] = cum;
+        }
+    }
+}
+
 static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
                                int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
-    cope_bufs w = cope_head(pe, h);
+    cope_bufs w = cope_block(pe, layer, h, b, i0);
     int T = ((cope_state *)pe->state)->T, P = cope_P(pe);
     float scale = 1.0f / sqrtf((float)cope_hs(pe));
     cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
@@ -119,29 +171,49 @@ static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, 
 static void cope_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                                 const float *ds, int lds, const int *pos) {
-    cope_bufs w = cope_head(pe, h);
+    cope_bufs w = cope_block(pe, layer, h, b, i0);
     int T = ((cope_state *)pe->state)->T, P = cope_P(pe), hs = cope_hs(pe);
     float scale = 1.0f / sqrtf((float)hs);
     const float *E = params + pe->off[0] + (size_t)layer * (P + 1) * hs;
-    cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
+    if (((cope_state *)pe->state)->keep) cope_counts(pe, i0, nq, nk, &w);  // G becomes d(q·k) below: used once
+    else cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
     memset(w.dz, 0, sizeof(float) * (size_t)nq * (P + 1));
     for (int r = 0; r < nq; r++) {
         int i = i0 + r, last = i < nk - 1 ? i : nk - 1;
         const float *z = w.z + (size_t)r * (P + 1), *d = ds + (size_t)r * lds;
-        float *g = w.G + (size_t)r * T, *p = w.p + (size_t)r * T, *dz = w.dz + (size_t)r * (P + 1);
-        // p becomes dp, in place
+        float *g = w.G + (size_t)r * T, *dz = w.dz + (size_t)r * (P + 1);
+        const float *p = w.p + (size_t)r * T;
+        // dz at ⌊p⌋ and ⌈p⌉, and dp; p_ij = Σ_{t=j..i} g_it, so dg_it = Σ_{j ≤ t} dp_ij,
+        // summed as j rises; then through σ: G becomes d(q·k). The counts fall as j
+        // rises, so ⌊p⌋ stays the same for runs of keys: dz[lo] and dz[lo + 1] are
+        // summed in registers along a run (the same additions in the same order as
+        // adding to memory, so the same bits) and written back when it ends.
+        int cur = -1;
+        float at_lo = 0.0f, at_hi = 0.0f, acc = 0.0f;
         for (int j = 0; j <= last; j++) {
             float pc = p[j] < P ? p[j] : (float)P, f = floorf(pc), fr = pc - f;
             int lo = (int)f, hi = lo < P ? lo + 1 : P;
-            dz[lo] += d[j] * (1.0f - fr) * scale;
-            dz[hi] += d[j] * fr * scale;
-            p[j] = p[j] < P ? d[j] * scale * (z[hi] - z[lo]) : 0.0f;
+            if (lo != cur) {
+                if (cur >= 0) {
+                    dz[cur] = at_lo;
+                    if (cur < P) dz[cur + 1] = at_hi;
+                }
+                cur = lo, at_lo = dz[lo], at_hi = lo < P ? dz[lo + 1] : 0.0f;
+            }
+            if (lo < P) {
+                at_lo += d[j] * (1.0f - fr) * scale;
+                at_hi += d[j] * fr * scale;
+            } else {  // clipped: both terms go to dz[P], in this order
+                at_lo += d[j] * (1.0f - fr) * scale;
+                at_lo += d[j] * fr * scale;
+            }
+            float dp = p[j] < P ? d[j] * scale * (z[hi] - z[lo]) : 0.0f;
+            acc += dp;
+            g[j] = acc * g[j] * (1.0f - g[j]);
         }
-        // p_ij = Σ_{t=j..i} g_it  →  dg_it = Σ_{j ≤ t} dp_ij; then through σ: G becomes d(q·k)
-        float acc = 0.0f;
-        for (int t = 0; t <= last; t++) {
-            acc += p[t];
-            g[t] = acc * g[t] * (1.0f - g[t]);
+        if (cur >= 0) {
+            dz[cur] = at_lo;
+            if (cur < P) dz[cur + 1] = at_hi;
         }
         for (int t = last + 1; t < nk; t++) g[t] = 0.0f;
     }
@@ -174,6 +246,7 @@ const pe_ops pe_cope_ops = {
     .free = cope_free,
     .layer_begin = cope_layer_begin,
     .table_floats = cope_table_floats,
+    .kept_floats = cope_kept_floats,
     .layer_end = cope_layer_end,
     .score_forward = cope_score_forward,
     .score_backward = cope_score_backward,

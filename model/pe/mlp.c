@@ -118,18 +118,20 @@ void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int 
 // turns into vector instructions; only expf stays one call per element.
 enum { PAIRS = 16 };
 
-// (run() compiles to a multiply and an add per term, not a fused
-// multiply-add: so must this, or the last bits differ.)
-#if defined(__clang__)
-#define NO_CONTRACT  // clang contracts within a statement only: the pragma below
+// Whether a multiply and the add into a running sum become one fused
+// multiply-add is the compiler's choice, and it must be the same here as in
+// run() (s += w·in), or the last bits differ. GCC fuses them in both, except
+// when it tunes for AMD Zen (-march=native on an EPYC), where it keeps scalar
+// chains of multiply-adds unfused but still fuses this vector loop: there this
+// function must not fuse. Clang fuses within a statement in both.
+#if defined(__GNUC__) && !defined(__clang__) && \
+    (defined(__tune_znver1__) || defined(__tune_znver2__) || defined(__tune_znver3__) || defined(__tune_znver4__))
+#define LIKE_RUN __attribute__((optimize("fp-contract=off")))
 #else
-#define NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#define LIKE_RUN
 #endif
-NO_CONTRACT void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
+LIKE_RUN void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
                          float *out, float *keep) {
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
     size_t kf = pe_mlp_kept_floats(mlp);
     for (int j0 = 0; j0 < n; j0 += PAIRS) {
         int np = n - j0 < PAIRS ? n - j0 : PAIRS;

@@ -13,6 +13,7 @@
 //   layer_begin       per-layer work before attention's forward (XL: W_R r), and
 //                     again before its backward under the fused kernel
 //   table_floats      the size of the tables it keeps for a context of T
+//   kept_floats       the size of what it keeps from forward to backward in training
 //   score_*           add a bias to the scaled scores s_ij of one head
 //   value_*           add to the attention output of one head (Shaw's aV)
 //   layer_end         per-layer work after attention's backward (reductions)
@@ -58,6 +59,8 @@ typedef struct {
     int span;        // the positions the encoding's tables must cover: T, or --rand-pos's MAX
     int chunk;       // attention's query rows per block, for scratch sizes
     int training;    // 1 when a backward pass follows (an encoding may keep what it will need)
+    int keep_pairs;  // 1 when attention also keeps its (T, T) weights for the backward (training under the
+                     // blocks kernel): an encoding may keep per-pair values of that size (kept_floats)
 } pe_batch;
 
 typedef struct pe_ops {
@@ -97,6 +100,9 @@ typedef struct pe_ops {
     // in blocks of chunk rows (for the memory estimate before a long
     // evaluation); NULL = negligible.
     size_t (*table_floats)(const pe_t *pe, int T, int chunk);
+    // Floats it keeps from the forward for the backward of a training batch
+    // (B, T) when keep_pairs is set (for the memory estimate); NULL = none.
+    size_t (*kept_floats)(const pe_t *pe, int B, int T);
     void (*layer_end)(pe_t *pe, const float *params, float *grads, int layer, const pe_batch *bt);
 
     // One head h of sequence b of the batch: query rows i0..i0+nq-1, keys
