@@ -189,6 +189,18 @@ class Plan(unittest.TestCase):
             plan.slug("a/b")
 
 
+class Configs(unittest.TestCase):
+    def test_files_merge_key_by_key_and_a_mapping_replaces_a_number(self):
+        from pelab_lab import configs
+        base = {"threads": 1, "experiments": {"tasks": {"steps": 2000, "seeds": "1-5", "tasks": ["copy", "sort"]}}}
+        over = {"experiments": {"tasks": {"steps": {"copy": 5000}, "tasks": ["copy"]}, "mine": {"kind": "order"}}}
+        got = configs.merge(base, over)
+        self.assertEqual(got["experiments"]["tasks"], {"steps": {"copy": 5000}, "seeds": "1-5", "tasks": ["copy"]})
+        self.assertEqual(got["experiments"]["mine"], {"kind": "order"})
+        self.assertEqual(base["experiments"]["tasks"]["steps"], 2000)   # the inputs are left alone
+        self.assertEqual(configs.merge({"steps": {"copy": 5000}}, {"steps": 3000}), {"steps": 3000})
+
+
 class Stats(unittest.TestCase):
     def test_mean_ci_by_hand(self):
         e = stats.mean_ci([1.0, 2.0, 4.0])
