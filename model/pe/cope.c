@@ -118,25 +118,9 @@ static cope_bufs cope_block(const pe_t *pe, int layer, int h, int b, int i0) {
     return w;
 }
 
-// G = q·kᵀ (unscaled), gates into G, positions into p, z = q·Eᵀ.
-static void cope_positions(const pe_t *pe, const float *params, int layer, const float *q, const float *k, int ld,
-                           int i0, int nq, int nk, cope_bufs *b) {
-    int T = ((const cope_state *)pe->state)->T, P = cope_P(pe), hs = cope_hs(pe);
-    const float *E = params + pe->off[0] + (size_t)layer * (P + 1) * hs;
-    gemm_sgemm(0, 1, nq, nk, hs, 1.0f, q, ld, k, ld, 0.0f, b->G, T);
-    gemm_sgemm(0, 1, nq, P + 1, hs, 1.0f, q, ld, E, hs, 0.0f, b->z, P + 1);
-    for (int r = 0; r < nq; r++) {
-        int i = i0 + r;
-        float *g = b->G + (size_t)r * T, *p = b->p + (size_t)r * T, cum = 0.0f;
-        for (int j = (i < nk - 1 ? i : nk - 1); j >= 0; j--) {
-            g[j] = 1.0f / (1.0f + expf(-g[j]));
-            cum += g[j];
-            p[j] = cum;
-        }
-    }
-}
-
-// The positions again from kept gates: their sums, added in the forward's order.
+// The positions from the gates in G: p_ij = Σ_{t=j..i} g_it, summed from the
+// query down (the order the forward pass adds them in, so the same bits when
+// the backward pass counts kept gates again).
 static void cope_counts(const pe_t *pe, int i0, int nq, int nk, cope_bufs *w) {
     int T = ((const cope_state *)pe->state)->T;
     for (int r = 0; r < nq; r++) {
@@ -148,6 +132,21 @@ static void cope_counts(const pe_t *pe, int i0, int nq, int nk, cope_bufs *w) {
             p[j] = cum;
         }
     }
+}
+
+// G = q·kᵀ (unscaled), gates into G, positions into p, z = q·Eᵀ.
+static void cope_positions(const pe_t *pe, const float *params, int layer, const float *q, const float *k, int ld,
+                           int i0, int nq, int nk, cope_bufs *b) {
+    int T = ((const cope_state *)pe->state)->T, P = cope_P(pe), hs = cope_hs(pe);
+    const float *E = params + pe->off[0] + (size_t)layer * (P + 1) * hs;
+    gemm_sgemm(0, 1, nq, nk, hs, 1.0f, q, ld, k, ld, 0.0f, b->G, T);
+    gemm_sgemm(0, 1, nq, P + 1, hs, 1.0f, q, ld, E, hs, 0.0f, b->z, P + 1);
+    for (int r = 0; r < nq; r++) {
+        int i = i0 + r;
+        float *g = b->G + (size_t)r * T;
+        for (int j = 0; j <= (i < nk - 1 ? i : nk - 1); j++) g[j] = 1.0f / (1.0f + expf(-g[j]));
+    }
+    cope_counts(pe, i0, nq, nk, b);
 }
 
 static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
