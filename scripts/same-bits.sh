@@ -22,9 +22,10 @@ for pe in $("$new" --list-pe | awk '$2 != "composite" {print $1}') learned+rope 
   runs+=("cats.$pe.causal|$small --pe $pe --steps 120 --eval-every 40")
   "$new" $small --pe "$pe" --attn bidir --steps 0 > /dev/null 2>&1 && runs+=("cats.$pe.bidir|$small --pe $pe --attn bidir --steps 120 --eval-every 40")
 done
-for pe in sinusoidal rope alibi xpos fire cope; do
+for pe in sinusoidal rope alibi xpos fire cope xl; do
   runs+=("text.$pe|$small --pe $pe --data $text --ctx 32 --steps 80 --eval-ctx 32,64,128 --eval-tokens 2048")
 done
+runs+=("text.xl.ctx160|$small --pe xl --data $text --ctx 160 --batch 2 --steps 40 --eval-ctx 160 --eval-tokens 1024")  # several attention blocks
 runs+=("cats.cope.clipped|$small --pe cope --cope-max-pos 3 --steps 120 --eval-every 40")  # counts past P
 runs+=("task.sort|$small --pe rope --data task:sort --steps 80 --task-eval 50")
 runs+=("randpos|$small --pe rope --data $text --ctx 32 --rand-pos 128 --steps 60 --eval-ctx 32,128 --eval-tokens 1024")
