@@ -29,6 +29,8 @@ typedef struct {
     float *keep;
     size_t keep_floats;
     int *kept;
+    double *psi;  // ψ(n) = log(c·n + 1) for the distances n = 0..npsi−1 of the layer at hand
+    int npsi;
 } fire_state;
 
 // The most the kept passes may take; past it (long contexts, --rand-pos's
@@ -49,7 +51,7 @@ static void fire_init(pe_t *pe, param_table *tab) {
 
 static void fire_free(pe_t *pe) {
     fire_state *st = pe->state;
-    if (st) free(st->bias), free(st->grad), free(st->keep), free(st->kept);
+    if (st) free(st->bias), free(st->grad), free(st->keep), free(st->kept), free(st->psi);
     free(st);
     pe->state = NULL;
 }
@@ -100,6 +102,18 @@ static void fire_cl(const pe_t *pe, const float *params, int layer, double *c, d
     *L = exp(params[pe->off[SLOT_L] + layer]);
 }
 
+// ψ of every distance 0..n−1 under the layer's c: one log per distance
+// instead of one per pair (the same expression, so the same bits).
+static const double *fire_psi(fire_state *st, double c, int n) {
+    if (st->npsi < n) {
+        free(st->psi);
+        st->psi = xmalloc(sizeof(double) * (size_t)n);
+        st->npsi = n;
+    }
+    for (int d = 0; d < n; d++) st->psi[d] = log(c * d + 1.0);
+    return st->psi;
+}
+
 // Position i of sequence s: i itself, or under --rand-pos the drawn one.
 static int fire_pos(const pe_batch *bt, int s, int i) { return bt->pos ? bt->pos[(size_t)s * bt->T + i] : i; }
 
@@ -114,6 +128,7 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, const pe_
     fire_cl(pe, params, layer, &c, &L);
     size_t TT = (size_t)T * T;
     int keep = fire_keep_ready(pe, st, layer, bt);
+    const double *psi = fire_psi(st, c, bt->span);
     // Every pair on its own: the rows can go to any thread, the bits stay.
 #pragma omp parallel for schedule(dynamic, 8)
     for (int row = 0; row < nseq * T; row++) {
@@ -122,7 +137,7 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, const pe_
               *out = xmalloc(sizeof(float) * (i + 1) * H);
         double den = log(c * (L > pi ? L : pi) + 1.0);
         float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i, 0) : NULL;
-        for (int j = 0; j <= i; j++) x[j] = (float)(log(c * (pi - fire_pos(bt, s, j)) + 1.0) / den);
+        for (int j = 0; j <= i; j++) x[j] = (float)(psi[pi - fire_pos(bt, s, j)] / den);
         pe_mlp_forward_many(&m, pe, params, layer, i + 1, x, out, kept);
         for (int j = 0; j <= i; j++)
             for (int h = 0; h < H; h++) b[h * TT + j] = out[(size_t)j * H + h];
@@ -143,6 +158,7 @@ static void fire_score_forward(pe_t *pe, const float *params, int layer, int h, 
     const fire_state *st = pe->state;
     const float *tab = st->bias + fire_table_at(pe, h, b, i0, pos);
     for (int r = 0; r < nq; r++)
+#pragma omp simd
         for (int j = 0; j < nk; j++) s[(size_t)r * lds + j] += tab[(size_t)r * st->T + j];
 }
 
@@ -152,6 +168,7 @@ static void fire_score_backward(pe_t *pe, const float *params, float *grads, int
     fire_state *st = pe->state;
     float *g = st->grad + fire_table_at(pe, h, b, i0, pos);
     for (int r = 0; r < nq; r++)
+#pragma omp simd
         for (int j = 0; j < nk; j++) g[(size_t)r * st->T + j] += ds[(size_t)r * lds + j];
 }
 
@@ -176,6 +193,7 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
     int keep = st->kept && st->kept[layer];  // this step's forward pass kept its exponentials
     if (keep) st->kept[layer] = 0;
     size_t per = fire_kept_per_pair(pe);
+    const double *psi = fire_psi(st, c, bt->span);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int blk = 0; blk < nblk; blk++) {
         float dout[H], *local = share + (size_t)blk * nf;
@@ -189,7 +207,8 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
                 int any = 0;
                 for (int h = 0; h < H; h++) dout[h] = g[h * TT + j], any |= dout[h] != 0.0f;
                 if (!any) continue;
-                double n = pi - fire_pos(bt, s, j), A = log(c * n + 1.0);
+                int nj = pi - fire_pos(bt, s, j);
+                double n = nj, A = psi[nj];
                 const float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i, 0) + (size_t)j * per : NULL;
                 double dx = pe_mlp_backward_local(&m, pe, params, layer, (float)(A / D), dout, local, kept);
                 gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));

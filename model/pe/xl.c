@@ -159,8 +159,10 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, in
         for (int e = 0; e < hs; e++) dot += u[e] * k[(size_t)j * ld + e];
         uk[j] = dot * scale;
     }
+    // (elementwise adds and products, vectorised: the same operations, so the same bits)
     for (int r = 0; r < nq; r++) {
         float *row = s + (size_t)r * lds;
+#pragma omp simd
         for (int j = 0; j < nk; j++) row[j] += uk[j];
     }
     for (int r = 0; r < nq; r++)
@@ -179,6 +181,7 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, in
     for (int r = 0; r < nq; r++) {
         const float *g = G + (size_t)r * nd + r + nk - 1;  // g[−j] is δ = i0 + r − j
         float *row = s + (size_t)r * lds;
+#pragma omp simd
         for (int j = 0; j < nk; j++) row[j] += g[-j];
     }
 }
@@ -199,6 +202,7 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     memset(col, 0, sizeof(float) * (size_t)nk);
     for (int r = 0; r < nq; r++) {
         const float *row = ds + (size_t)r * lds;
+#pragma omp simd
         for (int j = 0; j < nk; j++) col[j] += row[j];
     }
     for (int j = 0; j < nk; j++) {
@@ -231,6 +235,7 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     for (int r = 0; r < nq; r++) {
         float *g = dG + (size_t)r * nd + r + nk - 1;
         const float *row = ds + (size_t)r * lds;
+#pragma omp simd
         for (int j = 0; j < nk; j++) g[-j] = row[j] * scale;
     }
     const float *Rh = st->R + ((size_t)layer * n + (dlo + T - 1)) * C + h * hs;
