@@ -293,14 +293,17 @@ def _sweep(name, spec, reg, seeds, args):
 
 
 def _per_task(spec, key, tasks, where, parse):
-    """A tasks experiment's setting given once for every task or as {task: value}."""
+    """A tasks experiment's setting given once for every task or as {task: value}.
+    A value for a task the experiment does not train is passed over: a config
+    file that trains fewer tasks merges into the base's mapping key by key, so
+    it cannot take the others out (a misspelt task that is trained still has
+    no value, which is refused)."""
     v = spec.get(key)
     if not isinstance(v, dict):
         return {t: parse(v) for t in tasks}
-    unknown, missing = [t for t in v if t not in tasks], [t for t in tasks if t not in v]
-    if unknown or missing:
-        raise ConfigError(f"{where}: '{key}' names " + (f"task(s) {unknown} the experiment does not train"
-                          if unknown else f"no value for task(s) {missing}"))
+    missing = [t for t in tasks if t not in v]
+    if missing:
+        raise ConfigError(f"{where}: '{key}' has no value for task(s) {missing}")
     return {t: parse(v[t]) for t in tasks}
 
 

@@ -81,7 +81,12 @@ def experiment_table(plan, stem):
             + (f"{secs:.0f} s of training and evaluation inside ./train." if secs > 0 else
              f"no training: evaluations of the checkpoints of experiment `{spec.get('from')}`." if spec.get("from") else
              "no training."),
-            f"Each run is one `./train` command, e.g. `{plan['example']}`.", ""]
+            f"Each run is one `./train` command, e.g. `{plan['example']}`."]
+    if isinstance(spec.get("steps"), dict):   # a budget per task
+        head.append(("Steps per task (a cap: a run stops once it has learned the training sizes): "
+                     if spec.get("until_solved") else "Steps per task: ")
+                    + ", ".join(f"{t} {spec['steps'][t]}" for t in spec.get("tasks", []) if t in spec["steps"]) + ".")
+    head.append("")
     Path(f"{stem}.md").write_text("\n".join(head) + body + "\n")
 
 

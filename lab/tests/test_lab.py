@@ -144,13 +144,16 @@ class Plan(unittest.TestCase):
                 "steps": {"copy": 3000, "parity": 8000}, "task_eval": 20, "until_solved": 0.95, "eval_every": 250,
                 "task_args": {"parity": "--layers 4"}}
         runs = {r.meta["task"]: r for r in plan.plan(cfg(t=spec), LIST_PE)["t"]}
+        # a budget for a task this experiment does not train (a base config's, merged key by key) is passed over
+        fewer = plan.plan(cfg(t={**spec, "steps": {**spec["steps"], "sort": 5000}}), LIST_PE)["t"]
+        self.assertEqual(sorted(r.meta["task"] for r in fewer), ["copy", "parity"])
         self.assertEqual(runs["copy"].options[:10], ["--data", "task:copy", "--pe", "rope", "--steps", "3000",
                                                      "--until-solved", "0.95", "--eval-every", "250"])
         self.assertEqual(runs["parity"].meta["cap"], 8000)
         self.assertEqual(runs["parity"].options[-2:], ["--layers", "4"])
         self.assertNotIn("--layers", runs["copy"].options)
-        for bad, msg in (({"steps": {"copy": 10}}, "no value for task"), ({"steps": {"copy": 1, "parity": 1, "sort": 1}},
-                         "does not train"), ({"task_args": {"sort": "--layers 4"}}, "task_args must map"),
+        for bad, msg in (({"steps": {"copy": 10}}, "no value for task"), ({"steps": {"cpy": 1, "parity": 1}},
+                         "no value for task.*copy"), ({"task_args": {"sort": "--layers 4"}}, "task_args must map"),
                          ({"until_solved": 2}, "at most 1"), ({"tasks": "copy"}, "list of task names")):
             with self.assertRaisesRegex(plan.ConfigError, msg):
                 plan.plan(cfg(t={**spec, **bad}), LIST_PE)
