@@ -456,7 +456,7 @@ float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) 
         float decay = ti->decay ? hp->wd : 0.0f;
         float *p = m->params + ti->offset, *g = m->grads + ti->offset;
         float *mm = m->m + ti->offset, *vv = m->v + ti->offset;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < ti->size; i++) {
             float gi = g[i] * gscale;
             mm[i] = hp->beta1 * mm[i] + (1.0f - hp->beta1) * gi;

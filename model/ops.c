@@ -146,6 +146,7 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
             size_t width = hi - lo;
             for (size_t i = 0; i < N; i++) {
                 const float *g = dout + i * OC + lo;
+#pragma omp simd
                 for (size_t k = 0; k < width; k++) s[k] += g[k];
             }
             for (size_t k = 0; k < width; k++) dbias[lo + k] += s[k];
@@ -208,7 +209,7 @@ double ops_sum_squares(const float *x, size_t n) {
 }
 
 void residual_forward(float *out, const float *a, const float *b, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
@@ -227,6 +228,7 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
             sum += p[v];
         }
         float inv = (float)(1.0 / sum);
+#pragma omp simd
         for (int v = 0; v < V; v++) p[v] *= inv;
         // -log softmax at the target, as log-sum-exp in double
         row_loss[i] = targets[i] >= 0 ? log(sum) + (double)mx - (double)z[targets[i]] : 0.0;
@@ -255,6 +257,7 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
             memset(d, 0, sizeof(float) * V);
             continue;
         }
+#pragma omp simd
         for (int v = 0; v < V; v++) d[v] = p[v] * scale;
         d[targets[i]] -= scale;
     }
