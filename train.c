@@ -69,7 +69,7 @@ static void take_signal(int sig) {
     }
     double since = (double)(now.tv_sec - first_signal_at.tv_sec) + 1e-9 * (double)(now.tv_nsec - first_signal_at.tv_nsec);
     if (sig == stop_signal && since < DUPLICATE_WINDOW) return;
-    atomic_unlink_pending();
+    atomic_abandon();
     static const char msg[] = "train: a second signal: stopped at once; the checkpoint on disk is the last one saved\n";
     ssize_t ignored = write(2, msg, sizeof msg - 1);
     (void)ignored;

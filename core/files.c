@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -70,13 +72,35 @@ static char *resolve_target(const char *path, const char *what, int *usage, char
     return copy_string(path);
 }
 
-// The write under way, for atomic_unlink_pending: a copy of its temporary's
-// path (a signal handler may run on any thread, so nothing it reads is freed).
+// The write under way, for atomic_abandon: a copy of its temporary's path.
+// atomic_abandon runs on another thread than the writer (train's signal
+// thread, or a handler on a library's thread), at the same time, so the two
+// agree through sequentially consistent atomics: the writer announces
+// WRITE_CREATING before it looks at `exiting`; atomic_abandon sets `exiting`
+// before it looks at write_state. Whichever comes second sees the other:
+// the writer creates nothing, or atomic_abandon waits out the creation (one
+// open) and removes the file it made. (With a plain flag, a second signal
+// between the writer's flag and its open() unlinked a name not yet created:
+// the temporary made a microsecond later outlived the process, 1 CI run in
+// many under the sanitizers.)
+enum { WRITE_IDLE, WRITE_CREATING, WRITE_CREATED };
 static char pending_path[PATH_MAX + 64];
-static volatile sig_atomic_t pending;
+static _Atomic int write_state = WRITE_IDLE;
+static _Atomic int exiting;
 
-void atomic_unlink_pending(void) {
-    if (pending) unlink(pending_path);
+// What a writer does once atomic_abandon has run: nothing, until the
+// process exits (the thread that called it is about to).
+static _Noreturn void wait_for_the_exit(void) {
+    for (;;) sleep(60);
+}
+
+void atomic_abandon(void) {
+    atomic_store(&exiting, 1);
+    for (int i = 0; i < 1000 && atomic_load(&write_state) == WRITE_CREATING; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (atomic_load(&write_state) == WRITE_CREATED) unlink(pending_path);
 }
 
 int atomic_open(atomic_file *af, const char *path, const char *what, char *err, size_t errlen) {
@@ -87,15 +111,19 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
     size_t n = strlen(af->target) + 48;
     af->tmp = xmalloc(n);
     snprintf(af->tmp, n, "%s" TMP_TAG "%ld.XXXXXX", af->target, (long)getpid());
-    // mkstemp fills in the name where a signal handler can read it: from the
-    // moment the file exists, atomic_unlink_pending removes it
+    // mkstemp fills in the name where atomic_abandon can read it: from the
+    // moment the file exists, atomic_abandon removes it
     int fd = -1;
     if (strlen(af->tmp) < sizeof pending_path) {
+        atomic_store(&write_state, WRITE_CREATING);
+        if (atomic_load(&exiting)) {  // the process is exiting at once: create nothing
+            atomic_store(&write_state, WRITE_IDLE);
+            wait_for_the_exit();
+        }
         memcpy(pending_path, af->tmp, strlen(af->tmp) + 1);
-        pending = 1;
         fd = mkstemp(pending_path);  // O_CREAT|O_EXCL: never follows a planted link
         if (fd >= 0) memcpy(af->tmp, pending_path, strlen(pending_path) + 1);
-        else pending = 0;
+        atomic_store(&write_state, fd >= 0 ? WRITE_CREATED : WRITE_IDLE);
     } else {
         fd = mkstemp(af->tmp);
     }
@@ -126,7 +154,7 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
 void atomic_abort(atomic_file *af) {
     if (af->f) fclose(af->f);
     if (af->tmp) unlink(af->tmp);
-    pending = 0;  // after the unlink: a signal before it still removes the file
+    atomic_store(&write_state, WRITE_IDLE);  // after the unlink: atomic_abandon before it still removes the file
     free(af->tmp);
     free(af->target);
     memset(af, 0, sizeof *af);
@@ -178,8 +206,11 @@ int atomic_commit(atomic_file *af, const char *what, char *err, size_t errlen) {
     if (!bad && fsync(fileno(af->f)) != 0) bad = 1, saved = errno;
     if (fclose(af->f) != 0 && !bad) bad = 1, saved = errno;
     af->f = NULL;
-    if (!bad && rename(af->tmp, af->target) != 0) bad = 1, saved = errno;
-    if (!bad) pending = 0;  // renamed: nothing of ours is left under the temporary's name
+    if (!bad && rename(af->tmp, af->target) != 0) {
+        if (atomic_load(&exiting)) wait_for_the_exit();  // atomic_abandon removed the temporary: not a failure to report
+        bad = 1, saved = errno;
+    }
+    if (!bad) atomic_store(&write_state, WRITE_IDLE);  // renamed: nothing of ours is left under the temporary's name
     if (bad) {
         snprintf(err, errlen, "cannot write %s '%s': %s (the previous file, if any, is unchanged)", what, af->target,
                  strerror(saved ? saved : EIO));

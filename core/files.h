@@ -29,9 +29,11 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
 int atomic_commit(atomic_file *af, const char *what, char *err, size_t errlen);
 // Closes and removes the temporary.
 void atomic_abort(atomic_file *af);
-// Removes the temporary of the write under way, if any: async-signal-safe,
-// for a signal handler that must exit at once during a save.
-void atomic_unlink_pending(void);
+// For a thread (or a signal handler) about to _exit during a save: removes
+// the temporary of the write under way, if any, waiting out its creation
+// (at most a second), and makes every later atomic_open wait for the exit.
+// Async-signal-safe; the caller must exit.
+void atomic_abandon(void);
 
 // Checks before any work that `path` can be written as `what`: it is absent
 // or a regular file (through links), and a temporary can be created beside

@@ -4,6 +4,7 @@
 // (resume, load, json, refusal per length) do what docs/ says.
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "../cli/options.h"
+#include "../core/files.h"
 #include "../core/json.h"
 #include "test.h"
 
@@ -1257,6 +1259,62 @@ static int test_second_signal_exits_at_once(void) {
     return fails;
 }
 
+// The exit at once runs on train's signal thread while the main thread
+// saves: whatever moment atomic_abandon lands at in atomic_open, atomic_abort
+// or atomic_commit, no temporary outlives the process. A child process opens
+// and drops temporaries in a loop on one thread while another calls
+// atomic_abandon and exits, at a random moment. (Before write_state, the
+// abandon could unlink a name mkstemp had yet to create: 1 CI run in many.)
+static const char *abandon_target;
+
+static void *write_forever(void *arg) {
+    (void)arg;
+    for (unsigned i = 0;; i++) {
+        atomic_file af;
+        char err[256];
+        if (atomic_open(&af, abandon_target, "test", err, sizeof err) != 0) _exit(3);
+        fputs("x", af.f);
+        if (i % 8 == 7) {
+            if (atomic_commit(&af, "test", err, sizeof err) != 0) _exit(4);
+        } else {
+            atomic_abort(&af);
+        }
+    }
+    return NULL;
+}
+
+static int test_abandon_during_writes(void) {
+    int fails = 0, rounds = 300, bad_exits = 0;
+    ensure_tmpdir();
+    rng_t r = {4242};
+    static char target[256];
+    snprintf(target, sizeof target, "%s", tmp_path("abandon.out"));
+    for (int round = 0; round < rounds; round++) {
+        unsigned wait_us = (unsigned)rng_below(&r, 2000);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            abandon_target = target;
+            pthread_t t;
+            if (pthread_create(&t, NULL, write_forever, NULL) != 0) _exit(5);
+            usleep(wait_us);
+            atomic_abandon();
+            _exit(0);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && bad_exits++ < 3)
+            printf("    round %d: writer exit %d signal %d\n", round, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                   WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        int left = count_temporaries("abandon.out");
+        EXPECT(left == 0, "round %d (abandon after %u us): %d temporaries left", round, wait_us, left);
+        if (left) break;
+    }
+    EXPECT(bad_exits == 0, "%d of %d writer processes did not exit 0", bad_exits, rounds);
+    printf("    %d processes abandoned their writes at random moments\n", rounds);
+    return fails;
+}
+
 // ---- reliability, round 2: each class of fault a hostile user found ----
 
 
@@ -1699,6 +1757,7 @@ static int test_json_is_utf8(void) {
 
 const test_case cli_tests[] = {
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
+    {"files/abandon_leaves_no_temporary", test_abandon_during_writes},
     {"cli/kill_during_save_leaves_loadable_checkpoint", test_kill_during_save},
     {"cli/nan_keeps_last_checkpoint", test_nan_keeps_last_checkpoint},
     {"cli/memory_refusal", test_memory_refusal},
