@@ -384,7 +384,7 @@ static void resolve_task(options *o, run_t *r, int from) {
         if (!task_check_ignore(r->d.task, p, err, sizeof err)) die_usage("%s", err);
         r->d.task_ignore = (float)p;
     }
-    if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len(r->d.task, r->d.train_len.hi);
+    if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len_at(r->d.task, r->d.train_len.hi, r->d.task_ignore);
 }
 
 // Order is measured as time to solve (docs/experiments.md): on cats a new run's
@@ -442,7 +442,10 @@ static void check_evaluations(const options *o, const run_t *r) {
     if (o->eval_window && !r->m.cfg.causal)
         die_usage("--eval-window scores each next-token target with the tokens before it, which a bidirectional model "
                   "does not predict; use it with --attn causal, or leave it out");
-    if (!runnable)
+    // A task's checkpoint evaluated at another density (--load --task-ignore)
+    // may hold no training-size instance in its own ctx: the loss is then
+    // left out (refused, as said above), and the accuracies still run.
+    if (!runnable && !(o->load && data_has(&r->d, CORPUS_TASKS) && !options_given(o, "eval-ctx")))
         die_usage("no length of --eval-ctx can be evaluated for this model and data (%s); give one that can", why);
     if (o->eval_every && !o->load && !eval_windows(&r->m, &r->d, (int)o->ctx, CURVE_EVAL_TOKENS, why, sizeof why))
         die_usage("--eval-every measures the validation loss at the training ctx %ld, which cannot be evaluated (%s); "
@@ -531,7 +534,9 @@ static void resolve_run(options *o, run_t *r) {
     check_same_corpus(o, r);
     r->m.attn_fused = o->attn_kernel == 1;  // how attention is computed, not part of the model
     if (o->resume) r->d.rng.s = r->st.data_rng;
-    if (!data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
+    // training rows must hold an instance; with --load nothing trains (an
+    // evaluation sizes its own windows, and refuses a length it cannot hold)
+    if (!o->load && !data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
     if (strlen(o->data) >= CKPT_PATH_MAX && o->save) die_usage("--data: a path of %zu bytes is longer than any the system opens", strlen(o->data));
     check_sampling(o, r);
     if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))

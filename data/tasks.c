@@ -20,8 +20,11 @@
 //                                     filler tokens; asked for at the end
 // --task-ignore P (task_make's ignore) sets the density: flipflop's
 // probability of an ignore instruction (writes and reads share the rest
-// equally), selective-copy's share of noise among its 2n tokens (at least
-// 0.5, so an instance never outgrows task_len).
+// equally), selective-copy's share of noise among its question's tokens:
+// the n digits stay, among n·P/(1 − P) noise tokens (Golovneva et al.
+// 2024's blank/non-blank ratio; P = 0.5 is the task's own n, P = 2/3 twice
+// as many, the most), so the answer keeps its length and the question
+// grows or shrinks (task_len_at).
 #include "tasks.h"
 
 #include <math.h>
@@ -57,15 +60,15 @@ int task_takes_ignore(int task) { return task == T_FLIPFLOP || task == T_SELECTI
 
 int task_check_ignore(int task, double p, char *err, size_t errlen) {
     if (task == T_FLIPFLOP && p >= 0 && p < 1) return 1;
-    if (task == T_SELECTIVE && p >= 0.5 && p < 1) return 1;
+    if (task == T_SELECTIVE && p >= 0 && p <= SELECTIVE_MAX_IGNORE) return 1;
     if (!task_takes_ignore(task))
         snprintf(err, errlen, "--task-ignore sets the density of flipflop and selective-copy; task %s has no "
                  "ignored tokens", task_name(task));
     else
         snprintf(err, errlen, "--task-ignore %g: %s", p, task == T_FLIPFLOP
                  ? "flipflop's probability of an ignore instruction is at least 0 and below 1"
-                 : "selective-copy's share of noise tokens is at least 0.5 (an instance keeps its n digits' room) and "
-                   "below 1");
+                 : "selective-copy's share of noise tokens is at least 0 and at most 0.67 (twice as many noise tokens "
+                   "as digits)");
     return 0;
 }
 
@@ -73,6 +76,19 @@ static int decimal_digits(int v) {
     int d = 1;
     while (v >= 10) v /= 10, d++;
     return d;
+}
+
+// Selective copy's noise tokens beside its n digits at density `ignore`:
+// n·P/(1 − P) rounded, at most 2n; n at the task's own density.
+static int selective_noise(int n, float ignore) {
+    if (ignore < 0) return n;
+    long m = lrint((double)n * ignore / (1.0 - ignore));
+    return m > 2L * n ? 2 * n : (int)m;
+}
+
+int task_len_at(int task, int n, float ignore) {
+    if (task == T_SELECTIVE) return 2 * n + selective_noise(n, ignore) + 2;
+    return task_len(task, n);
 }
 
 int task_len(int task, int n) {
@@ -106,7 +122,7 @@ static int answer_from(int *tokens, unsigned char *answer, int q, const int *ans
 }
 
 int task_make(int task, int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
-    memset(answer, 0, (size_t)task_len(task, n));
+    memset(answer, 0, (size_t)task_len_at(task, n, ignore));
     int len = 0, ans[2 * TASK_MAX_SIZE + 8], na = 0;
     switch (task) {
     case T_COPY:
@@ -144,21 +160,17 @@ int task_make(int task, int n, rng_t *rng, float ignore, int *tokens, unsigned c
         return answer_from(tokens, answer, len, ans, na);
     }
     case T_SELECTIVE: {
-        // n digits and n noise tokens (--task-ignore P: 2n(1-P) digits, at
-        // least one) in a uniformly random arrangement
-        int k = n;
-        if (ignore >= 0) {
-            k = (int)lrint(2.0 * n * (1.0 - ignore));
-            k = k < 1 ? 1 : k > n ? n : k;
-        }
-        unsigned char is_digit[2 * TASK_MAX_SIZE];
-        for (int i = 0; i < 2 * n; i++) is_digit[i] = i < k;
-        for (int i = 2 * n - 1; i > 0; i--) {
+        // n digits and n noise tokens (--task-ignore P: n·P/(1 − P) noise
+        // tokens) in a uniformly random arrangement
+        int slots = n + selective_noise(n, ignore);
+        unsigned char is_digit[3 * TASK_MAX_SIZE];
+        for (int i = 0; i < slots; i++) is_digit[i] = i < n;
+        for (int i = slots - 1; i > 0; i--) {
             int j = (int)rng_below(rng, (uint32_t)i + 1);
             unsigned char t = is_digit[i];
             is_digit[i] = is_digit[j], is_digit[j] = t;
         }
-        for (int i = 0; i < 2 * n; i++) {
+        for (int i = 0; i < slots; i++) {
             tokens[len++] = is_digit[i] ? digit(rng, 10) : TT_NOISE;
             if (is_digit[i]) ans[na++] = tokens[len - 1];
         }
@@ -319,7 +331,7 @@ static int task_open(data_t *d, const char *spec, char *err, size_t errlen) {
 }
 
 static int task_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
-    int need = task_len(d->task, d->train_len.hi);
+    int need = task_len_at(d->task, d->train_len.hi, d->task_ignore);
     if (T < need) {
         snprintf(err, errlen, "--ctx %d is shorter than a %s instance of size %d (%d tokens); use --ctx %d or more, or "
                  "leave --ctx out (it then fits the longest training instance)", T, task_name(d->task), d->train_len.hi, need, need);
@@ -333,9 +345,10 @@ static void task_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targe
 }
 
 static size_t task_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
-    if (L < task_len(d->task, d->train_len.hi)) {
+    int need = task_len_at(d->task, d->train_len.hi, d->task_ignore);
+    if (L < need) {
         snprintf(err, errlen, "ctx=%d is shorter than the longest training instance (%d tokens); the task's loss is "
-                 "measured on training-size instances", L, task_len(d->task, d->train_len.hi));
+                 "measured on training-size instances", L, need);
         return 0;
     }
     return want;

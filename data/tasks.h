@@ -11,6 +11,8 @@
 #include "../core/common.h"
 
 enum { TASK_MAX_SIZE = 1000, TASK_MAX_TESTS = 8 };
+// selective copy's largest --task-ignore: twice as many noise tokens as digits
+#define SELECTIVE_MAX_IGNORE 0.67
 
 // One character per token.
 enum {
@@ -32,6 +34,9 @@ int task_len(int task, int n);
 // Returns its length (at most task_len(task, n)). ignore: the density of
 // flipflop and selective-copy (--task-ignore), or negative for the task's own.
 int task_make(int task, int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer);
+// The longest instance of size n at density `ignore` (negative: the task's
+// own, task_len): only selective copy's length depends on it.
+int task_len_at(int task, int n, float ignore);
 // Whether the task has a density --task-ignore sets, and whether p is one
 // it takes (0 with a message otherwise).
 int task_takes_ignore(int task);

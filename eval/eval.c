@@ -183,7 +183,7 @@ int eval_rows_all_right(const float *logits, const int *targets, int B, int T, i
 void eval_task(model_t *m, const data_t *d, task_range r, int count, unsigned long long stream, task_result *res) {
     memset(res, 0, sizeof *res);
     res->r = r;
-    int L = task_len(d->task, r.hi);
+    int L = task_len_at(d->task, r.hi, d->task_ignore);
     if (L > model_max_eval_ctx(m)) {
         snprintf(res->err, sizeof res->err, "--pe %s has no positions past %d, and instances of size %d take %d tokens",
                  m->cfg.pe, model_max_eval_ctx(m), r.hi, L);

@@ -82,7 +82,7 @@ const setting settings_schema[] = {
     {.name = "task-ignore", .key = "task_ignore", .type = SET_TEXT, O(task_ignore), .hi = 31,
      .def_help = "the task's own: flipflop 0.8, selective-copy 0.5", .section = SEC_DATA, .metavar = "P",
      .help = "task:flipflop: the probability of an ignore instruction; task:selective-copy: the share of noise tokens "
-             "(density; with --load, evaluate at another)",
+             "in the question, its n digits kept (0 to 0.67; density; with --load, evaluate at another)",
      .refused = WITH_RESUME, .from_file = WITH_LOAD | WITH_RESUME, .flags = SET_KEY_OPTIONAL,
      .needs_corpus = CORPUS_TASKS, .needs_why = "needs --data task:flipflop or task:selective-copy"},
     // not stored: they shape this invocation only

@@ -28,6 +28,7 @@ done
 runs+=("text.xl.ctx160|$small --pe xl --data $text --ctx 160 --batch 2 --steps 40 --eval-ctx 160 --eval-tokens 1024")  # several attention blocks
 runs+=("cats.cope.clipped|$small --pe cope --cope-max-pos 3 --steps 120 --eval-every 40")  # counts past P
 runs+=("task.sort|$small --pe rope --data task:sort --steps 80 --task-eval 50")
+runs+=("task.selective|$small --pe cope --data task:selective-copy --steps 80 --task-eval 50")  # its instances were rewritten for --task-ignore
 runs+=("randpos|$small --pe rope --data $text --ctx 32 --rand-pos 128 --steps 60 --eval-ctx 32,128 --eval-tokens 1024")
 fails=0 n=0
 for b in old new; do

@@ -285,6 +285,7 @@ static int test_bad_input_table(void) {
         {"--attn bidir --eval-window 8", 2, "--eval-window"},
         {"--data task:copy --task-ignore 0.5", 2, "task copy has no ignored tokens"},
         {"--data task:flipflop --task-ignore 1.5", 2, "below 1"},
+        {"--data task:selective-copy --task-ignore 0.7", 2, "at most 0.67"},
         {"--data task:flipflop --task-ignore x", 2, "expected a probability"},
         {"--task-ignore 0.5", 2, "--task-ignore"},
         {"--eval-window -1", 2, "--eval-window"},
@@ -960,6 +961,39 @@ static int test_task_copy_learned(void) {
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "task=copy len=6-10 refused") &&
            strstr(err_buf, "no positions past 12") && strstr(json, "\"acc\": null, \"error\": "),
            "learned at sizes past its table: exit %d, out '%s', err '%s'", WEXITSTATUS(s), out_buf, err_buf);
+    return fails;
+}
+
+// A selective-copy checkpoint read at a sparser density than it was trained
+// at (--load --task-ignore 0.67: twice as many noise tokens as digits): its
+// training-size instances outgrow the checkpoint's ctx, so the loss at that
+// ctx is refused and the accuracies still run (RoPE), or are refused too
+// (the learned table has no positions past its ctx); a --eval-ctx the user
+// gives that cannot run is still an error.
+static int test_task_density_on_load(void) {
+    int fails = 0;
+    const char *base = "--data task:selective-copy --task-len 1:4 --d-model 32 --layers 2 --heads 2 --quiet --threads 1 "
+                       "--steps 3 --warmup 2";
+    char a[512];
+    const char *pes[] = {"rope", "learned"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s --pe %s --save {T}/sel.ck", base, pes[i]);
+        int s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "training selective copy (%s): %s", pes[i], err_buf);
+        s = run_train("--load {T}/sel.ck --data task:selective-copy --task-ignore 0.67 --task-eval 20 --threads 1");
+        int code = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+        EXPECT(strstr(out_buf, "eval ctx=14 refused") && strstr(err_buf, "shorter than the longest training instance (18"),
+               "%s at 0.67: the loss at ctx 14 not refused: out '%s' err '%s'", pes[i], out_buf, err_buf);
+        if (i == 0)
+            EXPECT(code == 0 && strstr(out_buf, "task=selective-copy len=1-4 acc="), "rope at 0.67: exit %d, out '%s' err '%s'",
+                   code, out_buf, err_buf);
+        else
+            EXPECT(code == 1 && strstr(out_buf, "task=selective-copy len=1-4 refused") && strstr(err_buf, "no positions past 14"),
+                   "learned at 0.67: exit %d, out '%s' err '%s'", code, out_buf, err_buf);
+    }
+    int s = run_train("--load {T}/sel.ck --data task:selective-copy --task-ignore 0.67 --task-eval 20 --threads 1 --eval-ctx 14");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "no length of --eval-ctx can be evaluated"),
+           "--eval-ctx 14 given at 0.67: exit %d, err '%s'", WIFEXITED(s) ? WEXITSTATUS(s) : -1, err_buf);
     return fails;
 }
 
@@ -1798,6 +1832,7 @@ const test_case cli_tests[] = {
     {"cli/threads_do_not_change_the_bits_onednn", test_threads_same_bits_onednn},
     {"cli/bf16_same_bits_same_format", test_bf16},
     {"cli/task_copy_is_learned", test_task_copy_learned},
+    {"cli/task_density_on_load", test_task_density_on_load},
     {"cli/llmc_token_shard", test_llmc_shard},
 };
 const int n_cli_tests = sizeof cli_tests / sizeof cli_tests[0];

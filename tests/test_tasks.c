@@ -102,35 +102,53 @@ static int test_generators_answer_right(void) {
 }
 
 // --task-ignore: flipflop's instructions are ignores with about the given
-// probability, selective-copy keeps 2n(1 - P) digits, the answers stay
-// right, and the tasks without a density refuse it.
+// probability; selective copy keeps its n digits among n·P/(1 − P) noise
+// tokens (the paper's blank/non-blank ratio), so the answer keeps its
+// length and the question's share of noise is P; P = 0.5 makes the very
+// instances of the task's own density; the answers stay right, and the
+// tasks without a density refuse it.
 static int test_task_density(void) {
     int fails = 0;
-    static int tok[4 * TASK_MAX_SIZE];
-    static unsigned char ans[4 * TASK_MAX_SIZE];
+    static int tok[4 * TASK_MAX_SIZE], tok2[4 * TASK_MAX_SIZE];
+    static unsigned char ans[4 * TASK_MAX_SIZE], ans2[4 * TASK_MAX_SIZE];
     static char text[4 * TASK_MAX_SIZE], got[4 * TASK_MAX_SIZE], want[4 * TASK_MAX_SIZE];
-    const struct { const char *task; float p; } cases[] = {{"flipflop", 0.98f}, {"flipflop", 0.1f}, {"selective-copy", 0.75f}};
+    const struct { const char *task; float p; } cases[] = {
+        {"flipflop", 0.98f}, {"flipflop", 0.1f}, {"selective-copy", 0.333f}, {"selective-copy", 0.67f}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        int task = task_find(cases[c].task), n = 40;
+        int task = task_find(cases[c].task), n = 40, digits_right = 1;
         rng_t r = {99};
         long ignored = 0, all = 0;
         for (int i = 0; i < 200; i++) {
             int len = task_make(task, n, &r, cases[c].p, tok, ans);
             as_text(tok, ans, len, text, got);
             expected(cases[c].task, text, want);
-            EXPECT(strcmp(got, want) == 0 && len <= task_len(task, n), "%s at %g: '%s' answers '%s', expected '%s'",
+            EXPECT(strcmp(got, want) == 0 && len <= task_len_at(task, n, cases[c].p), "%s at %g: '%s' answers '%s', expected '%s'",
                    cases[c].task, cases[c].p, text, got, want);
-            if (task == task_find("flipflop"))
+            if (task == task_find("flipflop")) {
                 for (int t = 2; t < len - 2; t += 2) ignored += text[t] == 'i', all++;
-            else
-                for (int t = 0; text[t] != '|'; t++) ignored += text[t] == '*', all++;
+            } else {
+                int digits = 0;
+                for (int t = 0; text[t] != '|'; t++) ignored += text[t] == '*', all++, digits += text[t] != '*';
+                digits_right &= digits == n;
+            }
         }
         double share = (double)ignored / (double)all;
         EXPECT(fabs(share - cases[c].p) < 0.02, "%s at %g: a share of %.3f ignored", cases[c].task, cases[c].p, share);
+        EXPECT(digits_right, "%s at %g: an instance without its %d digits", cases[c].task, cases[c].p, n);
+    }
+    int sel = task_find("selective-copy");
+    EXPECT(task_len_at(sel, 16, 0.67f) == 66 && task_len_at(sel, 16, -1) == task_len(sel, 16) &&
+           task_len_at(sel, 16, 0.333f) == 42, "selective copy's lengths at 2/3, its own and 1/3: %d %d %d",
+           task_len_at(sel, 16, 0.67f), task_len_at(sel, 16, -1), task_len_at(sel, 16, 0.333f));
+    rng_t a = {5}, b = {5};
+    for (int i = 0; i < 50; i++) {
+        int n = 1 + i % 16, la = task_make(sel, n, &a, -1, tok, ans), lb = task_make(sel, n, &b, 0.5f, tok2, ans2);
+        EXPECT(la == lb && memcmp(tok, tok2, sizeof(int) * (size_t)la) == 0, "size %d: P = 0.5 is not the task's own density", n);
     }
     char err[256];
     EXPECT(!task_check_ignore(task_find("copy"), 0.5, err, sizeof err) && strstr(err, "copy"), "copy took a density");
-    EXPECT(!task_check_ignore(task_find("selective-copy"), 0.3, err, sizeof err), "selective-copy took 0.3");
+    EXPECT(!task_check_ignore(sel, 0.7, err, sizeof err), "selective-copy took 0.7 (more than twice as many noise tokens as digits)");
+    EXPECT(task_check_ignore(sel, 0.2, err, sizeof err), "selective-copy refused 0.2: %s", err);
     EXPECT(!task_check_ignore(task_find("flipflop"), 1.0, err, sizeof err), "flipflop took 1");
     return fails;
 }
