@@ -191,8 +191,32 @@ static int encodings_table(char *out, size_t cap, int steps) {
     return n;
 }
 
+// Seconds of the fastest of 5 passes (after one warm-up) of 5 products
+// out = A · Wᵀ of one shape: by pelab's row blocks, or by OpenBLAS threading
+// one call. The machine is shared, and interference only ever adds time.
+enum { SGEMM_REPS = 5 };
+static double best_pass(int blas, int N, int IC, int OC, const float *A, const float *W, float *O) {
+    double best = 1e30;
+    for (int pass = 0; pass < 6; pass++) {
+        double t0 = now_seconds();
+        for (int k = 0; k < SGEMM_REPS; k++) {
+            if (blas) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, W, IC, 0.0f, O, OC);
+            else matmul_forward(O, A, W, NULL, N, IC, OC);
+        }
+        double t = now_seconds() - t0;
+        if (pass && t < best) best = t;
+    }
+    return best;
+}
+
 // The best sgemm rate at the model's shapes: OpenBLAS threading itself on one
 // call, or pelab's row blocks with one OpenBLAS thread per OpenMP thread.
+// The row blocks are timed first, all shapes, then OpenBLAS threading
+// itself; then its pool is given half a second to stop. Its worker
+// spin-waits after a call, and a row-block pass run straight after an
+// OpenBLAS-threaded one shared the two cores with it: the rate came out at
+// 170 to 380 GFLOP/s from one call to the next on the AMD EPYC (380 every
+// time in this order).
 static double sgemm_rate(int threads, double *rate_rows) {
     int shapes[][3] = {{B * T, C, 3 * C}, {B * T, C, C}, {B * T, C, 4 * C}, {B * T, 4 * C, C}, {B * T, C, V}};
     int ns = sizeof shapes / sizeof shapes[0];
@@ -201,44 +225,19 @@ static double sgemm_rate(int threads, double *rate_rows) {
     rng_t r = {5};
     for (size_t i = 0; i < maxn; i++) A[i] = rng_normal(&r), O[i] = 0;
     for (size_t i = 0; i < (size_t)4 * C * C; i++) W[i] = rng_normal(&r);
-    // Per shape, the fastest of 5 passes (after one warm-up): the machine is
-    // shared, and interference only ever adds time. The row blocks are timed
-    // first, all shapes, then OpenBLAS threading itself; then its pool is
-    // given half a second to stop. Its worker spin-waits after a call, and a
-    // row-block pass run straight after an OpenBLAS-threaded one shared the
-    // two cores with it: the rate came out at 170 to 380 GFLOP/s from one
-    // call to the next on the AMD EPYC (380 every time in this order).
-    double flops = 0, t_blas = 0, t_rows = 0;
-    openblas_set_num_threads(1);
-    for (int s = 0; s < ns; s++) {
-        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2], reps = 5;
-        double best = 1e30;
-        for (int pass = 0; pass < 6; pass++) {
-            double t0 = now_seconds();
-            for (int k = 0; k < reps; k++) matmul_forward(O, A, W, NULL, N, IC, OC);
-            double t = now_seconds() - t0;
-            if (pass && t < best) best = t;
+    double flops = 0, t_secs[2] = {0, 0};  // [0] row blocks, [1] OpenBLAS threading
+    for (int blas = 0; blas < 2; blas++) {
+        openblas_set_num_threads(blas ? threads : 1);
+        for (int s = 0; s < ns; s++) {
+            t_secs[blas] += best_pass(blas, shapes[s][0], shapes[s][1], shapes[s][2], A, W, O);
+            if (!blas) flops += 2.0 * shapes[s][0] * shapes[s][1] * shapes[s][2] * SGEMM_REPS;
         }
-        flops += 2.0 * N * IC * OC * reps, t_rows += best;
-    }
-    openblas_set_num_threads(threads);
-    for (int s = 0; s < ns; s++) {
-        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2], reps = 5;
-        double best = 1e30;
-        for (int pass = 0; pass < 6; pass++) {
-            double t0 = now_seconds();
-            for (int k = 0; k < reps; k++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, W, IC, 0.0f, O, OC);
-            double t = now_seconds() - t0;
-            if (pass && t < best) best = t;
-        }
-        t_blas += best;
     }
     openblas_set_num_threads(1);
     usleep(500000);
     free(A), free(W), free(O);
-    *rate_rows = flops / t_rows;
-    return flops / t_blas;
+    *rate_rows = flops / t_secs[0];
+    return flops / t_secs[1];
 }
 
 // The machine's peak rate of single-precision fused multiply-adds (FLOP/s):

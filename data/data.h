@@ -96,7 +96,7 @@ int data_task_sizes(data_t *d, const char *train, const char *tests, char *err, 
 // for --resume's message: 1 and *r, or 0 when none gives it.
 int data_task_sizes_of(const data_t *d, uint32_t crc, task_range *r);
 // One task row of length T with an instance of a size in r from rng (T must
-// hold it: task_len(d->task, r.hi) tokens).
+// hold it: task_len_at(d->task, r.hi, d->task_ignore) tokens).
 void data_task_row(const data_t *d, rng_t *rng, task_range r, int T, int *tokens, int *targets, int *seg);
 // What a checkpoint records of the corpus: text, its size and CRC-32; a
 // task, 0 and the CRC-32 of its name and training sizes; cats, 0 and 0.

@@ -31,7 +31,7 @@ const char *task_names(void);         // "copy, reverse, …"
 // Tokens of the longest instance of size n.
 int task_len(int task, int n);
 // Writes an instance of size n; answer[t] = 1 marks the answer tokens.
-// Returns its length (at most task_len(task, n)). ignore: the density of
+// Returns its length (at most task_len_at(task, n, ignore)). ignore: the density of
 // flipflop and selective-copy (--task-ignore), or negative for the task's own.
 int task_make(int task, int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer);
 // The longest instance of size n at density `ignore` (negative: the task's
