@@ -382,7 +382,6 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
     const size_t BT = (size_t)B * T, BTC = BT * C;
     PROF(PROF_CROSSENTROPY, crossentropy_backward(a->dlogits, a->probs, targets, BT, V, a->n_targets, 1.0f));
     // logits = lnf · wteᵀ
-    ops_zero(a->dln, BTC);
     PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, wte), NULL, a->dlogits, a->lnf, P(m, wte), BT, C, V));
     const float *xlast = a->res3 + (size_t)(L - 1) * BTC;
     ops_zero(a->dres, BTC);
@@ -396,18 +395,14 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         float *fch = a->fch + (size_t)l * 4 * BTC, *fch_gelu = a->fch_gelu + (size_t)l * 4 * BTC;
         float *att = a->att + (size_t)l * c->heads * BT * (a->fused ? 2 : T);
         // res3 = res2 + fcproj(gelu(fc(LN2(res2)))): dres flows to res2 unchanged
-        ops_zero(a->dfch_gelu, 4 * BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dfch_gelu, G(m, fcprojw) + (size_t)l * 4 * C * C, G(m, fcprojb) + (size_t)l * C,
                             a->dres, fch_gelu, P(m, fcprojw) + (size_t)l * 4 * C * C, BT, 4 * C, C));
-        ops_zero(a->dfch, 4 * BTC);
         PROF(PROF_GELU, gelu_backward(a->dfch, fch, a->dfch_gelu, 4 * BTC));
-        ops_zero(a->dln, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, fcw) + (size_t)l * 4 * C * C, G(m, fcb) + (size_t)l * 4 * C,
                             a->dfch, ln2, P(m, fcw) + (size_t)l * 4 * C * C, BT, C, 4 * C));
         PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, ln2w) + (size_t)l * C, G(m, ln2b) + (size_t)l * C, a->dln, res2,
                                P(m, ln2w) + (size_t)l * C, a->ln2_mean + (size_t)l * BT, a->ln2_rstd + (size_t)l * BT, BT, C));
         // res2 = x + proj(attn(qkv(LN1(x))))
-        ops_zero(a->datty, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->datty, G(m, projw) + (size_t)l * C * C, G(m, projb) + (size_t)l * C,
                             a->dres, atty, P(m, projw) + (size_t)l * C * C, BT, C, C));
         ops_zero(a->dqkv, 3 * BTC);
@@ -418,7 +413,6 @@ void model_backward(model_t *m, model_acts *a, const int *tokens, const int *tar
         else PROF(PROF_ATTENTION, attn_backward(a->dqkv, m->grads, a->datty, att, qkv, &d, a->scratch));
         if (rel && rel->ops->layer_end) PROF(PROF_ENCODING, rel->ops->layer_end(rel, m->params, m->grads, l, &bt));
         if (rel && rel->ops->qk_backward) PROF(PROF_ENCODING, rel->ops->qk_backward(rel, a->dqkv, B, T, a->pos, a->eval_len));
-        ops_zero(a->dln, BTC);
         PROF(PROF_MATMUL, matmul_backward(a->dln, G(m, qkvw) + (size_t)l * 3 * C * C, G(m, qkvb) + (size_t)l * 3 * C,
                             a->dqkv, ln1, P(m, qkvw) + (size_t)l * 3 * C * C, BT, C, 3 * C));
         PROF(PROF_LAYERNORM, layernorm_backward(a->dres, G(m, ln1w) + (size_t)l * C, G(m, ln1b) + (size_t)l * C, a->dln, x,
@@ -446,6 +440,25 @@ float lr_schedule(float lr, int warmup, long step, long total) {
     return (float)(lo + 0.5 * (lr - lo) * (1.0 + cos(M_PI * progress)));
 }
 
+// One tensor's AdamW update, vectorised: the hyperparameters in locals (read
+// through hp the compiler must load them again after every store to p; the
+// Makefile's -fno-math-errno lets sqrtf vectorise). The same operations in the
+// same order as the scalar loop, each correctly rounded in a lane as in a
+// scalar: the same bits.
+static void adamw_tensor(float *restrict p, const float *restrict g, float *restrict mm, float *restrict vv, size_t n,
+                         float gscale, float beta1, float beta2, float lr, float decay, float eps, float bc1, float bc2) {
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * gscale;
+        mm[i] = beta1 * mm[i] + (1.0f - beta1) * gi;
+        vv[i] = beta2 * vv[i] + (1.0f - beta2) * gi * gi;
+        float mhat = mm[i] / bc1, vhat = vv[i] / bc2;
+        // decoupled weight decay (Loshchilov & Hutter), applied as PyTorch does
+        p[i] -= lr * decay * p[i];
+        p[i] -= lr * mhat / (sqrtf(vhat) + eps);
+    }
+}
+
 float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) {
     double t0 = m->prof.enabled ? now_seconds() : 0.0;
     float norm = (float)sqrt(ops_sum_squares(m->grads, m->tab.total));
@@ -453,19 +466,9 @@ float model_adamw_step(model_t *m, const adamw_hparams *hp, float clip, long t) 
     float bc1 = 1.0f - powf(hp->beta1, (float)t), bc2 = 1.0f - powf(hp->beta2, (float)t);
     for (int k = 0; k < m->tab.n; k++) {
         const tensor_info *ti = &m->tab.t[k];
-        float decay = ti->decay ? hp->wd : 0.0f;
-        float *p = m->params + ti->offset, *g = m->grads + ti->offset;
-        float *mm = m->m + ti->offset, *vv = m->v + ti->offset;
-#pragma omp parallel for simd schedule(static)
-        for (size_t i = 0; i < ti->size; i++) {
-            float gi = g[i] * gscale;
-            mm[i] = hp->beta1 * mm[i] + (1.0f - hp->beta1) * gi;
-            vv[i] = hp->beta2 * vv[i] + (1.0f - hp->beta2) * gi * gi;
-            float mhat = mm[i] / bc1, vhat = vv[i] / bc2;
-            // decoupled weight decay (Loshchilov & Hutter), applied as PyTorch does
-            p[i] -= hp->lr * decay * p[i];
-            p[i] -= hp->lr * mhat / (sqrtf(vhat) + hp->eps);
-        }
+        size_t o = ti->offset;
+        adamw_tensor(m->params + o, m->grads + o, m->m + o, m->v + o, ti->size, gscale, hp->beta1, hp->beta2, hp->lr,
+                     ti->decay ? hp->wd : 0.0f, hp->eps, bc1, bc2);
     }
     if (m->prof.enabled) m->prof.seconds[PROF_OPTIMISER] += now_seconds() - t0;
     return norm;

@@ -125,7 +125,8 @@ void matmul_forward(float *out, const float *inp, const float *w,
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
                      const float *inp, const float *w, size_t N, int IC, int OC) {
     // forward: out = inp · wᵀ + bias
-    // dinp += dout · w       (row blocks of dinp)
+    // dinp  = dout · w       (row blocks of dinp; written, not added: no
+    //                         zeroing pass over it first, no reading it back)
     // dw   += doutᵀ · inp    (row blocks of dw: each block owns some outputs)
     // dbias += Σ_rows dout   (with dw's blocks, row by row in order)
     if (dinp) {
@@ -133,7 +134,7 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
         for (size_t blk = 0; blk < mm_blocks(N); blk++) {
             size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < N ? lo + MM_BLOCK : N;
             gemm_sgemm(0, 0, (int)(hi - lo), IC, OC, 1.0f,
-                        dout + lo * OC, OC, w, IC, 1.0f, dinp + lo * IC, IC);
+                        dout + lo * OC, OC, w, IC, 0.0f, dinp + lo * IC, IC);
         }
     }
 #pragma omp parallel for schedule(static)
@@ -177,7 +178,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
         float t = fast_tanh(u);
         float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
         float g = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-        dinp[i] += g * dout[i];
+        dinp[i] = g * dout[i];
     }
 }
 

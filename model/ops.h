@@ -49,12 +49,14 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 // out (N, OC) = inp (N, IC) · wᵀ + bias;  w (OC, IC), bias (OC) or NULL.
 void matmul_forward(float *out, const float *inp, const float *w,
                     const float *bias, size_t N, int IC, int OC);
-// dinp (N, IC) (may be NULL), dw (OC, IC), dbias (OC) or NULL
+// dinp (N, IC) (may be NULL) is written; dw (OC, IC) and dbias (OC) (or
+// NULL) are added to.
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
                      const float *inp, const float *w, size_t N, int IC, int OC);
 
 // GELU, tanh approximation. out, inp (n)
 void gelu_forward(float *out, const float *inp, size_t n);
+// dinp (n) = GELU'(inp) · dout, written.
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
 // x (n) = 0, threaded.

@@ -89,8 +89,9 @@ static int test_matmul(void) {
             float *y = malloc(sizeof(float) * N * OC), *dy = malloc(sizeof(float) * N * OC);
             float *dx = malloc(sizeof(float) * N * IC), *dw = malloc(sizeof(float) * OC * IC), *db = malloc(sizeof(float) * OC);
             test_fill_normal(x, (size_t)N * IC, 1, 1), test_fill_normal(w, (size_t)OC * IC, 1, 2), test_fill_normal(b, OC, 1, 3), test_fill_normal(dy, (size_t)N * OC, 1, 4);
-            // backward adds: start from known values
-            for (int i = 0; i < N * IC; i++) dx[i] = 0.5f;
+            // dw and db are added to: start them from known values; dx is
+            // written: start it from garbage
+            for (int i = 0; i < N * IC; i++) dx[i] = NAN;
             for (int i = 0; i < OC * IC; i++) dw[i] = -0.25f;
             for (int i = 0; i < OC; i++) db[i] = 1.0f;
             matmul_forward(y, x, w, b, N, IC, OC);
@@ -104,7 +105,7 @@ static int test_matmul(void) {
                 }
             for (int i = 0; i < N; i++)
                 for (int c = 0; c < IC; c++) {
-                    double s = 0.5;
+                    double s = 0.0;
                     for (int o = 0; o < OC; o++) s += (double)dy[i * OC + o] * w[o * IC + c];
                     err = worse(err, fabs(dx[i * IC + c] - s) / (1 + fabs(s)));
                 }

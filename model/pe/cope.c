@@ -118,18 +118,45 @@ static cope_bufs cope_block(const pe_t *pe, int layer, int h, int b, int i0) {
     return w;
 }
 
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+enum { COPE_LANES = 4 };  // rows whose running sums advance side by side (cope_counts names four)
+
 // The positions from the gates in G: p_ij = Σ_{t=j..i} g_it, summed from the
 // query down (the order the forward pass adds them in, so the same bits when
-// the backward pass counts kept gates again).
+// the backward pass counts kept gates again). A row's sum is one chain of
+// dependent additions; COPE_LANES rows walk down together so that their
+// chains overlap, each row adding in its own order (the same bits as one row
+// at a time).
 static void cope_counts(const pe_t *pe, int i0, int nq, int nk, cope_bufs *w) {
     int T = ((const cope_state *)pe->state)->T;
-    for (int r = 0; r < nq; r++) {
-        int i = i0 + r;
-        const float *g = w->G + (size_t)r * T;
-        float *p = w->p + (size_t)r * T, cum = 0.0f;
-        for (int j = (i < nk - 1 ? i : nk - 1); j >= 0; j--) {
-            cum += g[j];
-            p[j] = cum;
+    for (int r = 0; r < nq; r += COPE_LANES) {
+        int n = imin(COPE_LANES, nq - r), last[COPE_LANES];
+        const float *g[COPE_LANES];
+        float *p[COPE_LANES], cum[COPE_LANES];
+        for (int k = 0; k < n; k++) {
+            last[k] = imin(i0 + r + k, nk - 1);
+            g[k] = w->G + (size_t)(r + k) * T, p[k] = w->p + (size_t)(r + k) * T, cum[k] = 0.0f;
+            for (int j = last[k]; j > last[0]; j--) {  // the keys only the later rows see
+                cum[k] += g[k][j];
+                p[k][j] = cum[k];
+            }
+        }
+        if (n < COPE_LANES) {
+            for (int k = 0; k < n; k++)
+                for (int j = last[0]; j >= 0; j--) {
+                    cum[k] += g[k][j];
+                    p[k][j] = cum[k];
+                }
+            continue;
+        }
+        // (four named sums, not cum[]: the compiler keeps these in registers)
+        const float *g0 = g[0], *g1 = g[1], *g2 = g[2], *g3 = g[3];
+        float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+        float c0 = cum[0], c1 = cum[1], c2 = cum[2], c3 = cum[3];
+        for (int j = last[0]; j >= 0; j--) {
+            c0 += g0[j], c1 += g1[j], c2 += g2[j], c3 += g3[j];
+            p0[j] = c0, p1[j] = c1, p2[j] = c2, p3[j] = c3;
         }
     }
 }
@@ -167,6 +194,59 @@ static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, 
     }
 }
 
+// One row's walk over its keys in the backward pass. The counts fall as j
+// rises, so ⌊p⌋ stays the same for runs of keys: dz[lo] and dz[lo + 1] are
+// summed in registers along a run (the same additions in the same order as
+// adding to memory, so the same bits) and written back when it ends.
+typedef struct {
+    const float *z, *d, *p;
+    float *g, *dz;
+    int last, cur;
+    float at_lo, at_hi, acc;
+} cope_grad_row;
+
+static inline void cope_grad_flush(cope_grad_row *w, int P) {
+    if (w->cur < 0) return;
+    w->dz[w->cur] = w->at_lo;
+    if (w->cur < P) w->dz[w->cur + 1] = w->at_hi;
+}
+
+static cope_grad_row cope_grad_begin(const cope_bufs *w, const float *ds, int lds, int r, int i0, int nk, int T, int P) {
+    size_t at = (size_t)r;
+    return (cope_grad_row){w->z + at * (P + 1), ds + at * lds, w->p + at * T, w->G + at * T,
+                           w->dz + at * (P + 1), imin(i0 + r, nk - 1), -1, 0.0f, 0.0f, 0.0f};
+}
+
+// (inlined whole, so that two rows' walks keep their state in registers)
+static inline __attribute__((always_inline)) void cope_grad_step(cope_grad_row *w, int j, int P, float scale) {
+    float pj = w->p[j], dj = w->d[j];
+    float pc = pj < P ? pj : (float)P, f = floorf(pc), fr = pc - f;
+    int lo = (int)f, hi = lo < P ? lo + 1 : P;
+    if (lo != w->cur) {
+        cope_grad_flush(w, P);
+        w->cur = lo, w->at_lo = w->dz[lo], w->at_hi = lo < P ? w->dz[lo + 1] : 0.0f;
+    }
+    if (lo < P) {
+        w->at_lo += dj * (1.0f - fr) * scale;
+        w->at_hi += dj * fr * scale;
+    } else {  // clipped: both terms go to dz[P], in this order
+        w->at_lo += dj * (1.0f - fr) * scale;
+        w->at_lo += dj * fr * scale;
+    }
+    float dp = pj < P ? dj * scale * (w->z[hi] - w->z[lo]) : 0.0f;
+    w->acc += dp;
+    float gj = w->g[j];
+    w->g[j] = w->acc * gj * (1.0f - gj);
+}
+
+// The rest of a row's walk from key j, then its dz written back and the
+// gradients of the keys it does not see zeroed.
+static void cope_grad_finish(cope_grad_row w, int j, int nk, int P, float scale) {
+    for (; j <= w.last; j++) cope_grad_step(&w, j, P, scale);
+    cope_grad_flush(&w, P);
+    for (int t = w.last + 1; t < nk; t++) w.g[t] = 0.0f;
+}
+
 static void cope_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
                                 const float *k, int ld, float *dq, float *dk, int i0, int nq, int nk,
                                 const float *ds, int lds, const int *pos) {
@@ -177,44 +257,21 @@ static void cope_score_backward(pe_t *pe, const float *params, float *grads, int
     if (((cope_state *)pe->state)->keep) cope_counts(pe, i0, nq, nk, &w);  // G becomes d(q·k) below: used once
     else cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
     memset(w.dz, 0, sizeof(float) * (size_t)nq * (P + 1));
-    for (int r = 0; r < nq; r++) {
-        int i = i0 + r, last = i < nk - 1 ? i : nk - 1;
-        const float *z = w.z + (size_t)r * (P + 1), *d = ds + (size_t)r * lds;
-        float *g = w.G + (size_t)r * T, *dz = w.dz + (size_t)r * (P + 1);
-        const float *p = w.p + (size_t)r * T;
-        // dz at ⌊p⌋ and ⌈p⌉, and dp; p_ij = Σ_{t=j..i} g_it, so dg_it = Σ_{j ≤ t} dp_ij,
-        // summed as j rises; then through σ: G becomes d(q·k). The counts fall as j
-        // rises, so ⌊p⌋ stays the same for runs of keys: dz[lo] and dz[lo + 1] are
-        // summed in registers along a run (the same additions in the same order as
-        // adding to memory, so the same bits) and written back when it ends.
-        int cur = -1;
-        float at_lo = 0.0f, at_hi = 0.0f, acc = 0.0f;
-        for (int j = 0; j <= last; j++) {
-            float pc = p[j] < P ? p[j] : (float)P, f = floorf(pc), fr = pc - f;
-            int lo = (int)f, hi = lo < P ? lo + 1 : P;
-            if (lo != cur) {
-                if (cur >= 0) {
-                    dz[cur] = at_lo;
-                    if (cur < P) dz[cur + 1] = at_hi;
-                }
-                cur = lo, at_lo = dz[lo], at_hi = lo < P ? dz[lo + 1] : 0.0f;
+    // Per row: dz at ⌊p⌋ and ⌈p⌉, and dp; p_ij = Σ_{t=j..i} g_it, so dg_it =
+    // Σ_{j ≤ t} dp_ij, summed as j rises; then through σ: G becomes d(q·k)
+    // (cope_grad_step). Two rows advance side by side, each in its own order.
+    for (int r = 0; r < nq; r += 2) {
+        cope_grad_row a = cope_grad_begin(&w, ds, lds, r, i0, nk, T, P);
+        int j = 0;
+        if (r + 1 < nq) {
+            cope_grad_row b = cope_grad_begin(&w, ds, lds, r + 1, i0, nk, T, P);
+            for (; j <= a.last; j++) {
+                cope_grad_step(&a, j, P, scale);
+                cope_grad_step(&b, j, P, scale);
             }
-            if (lo < P) {
-                at_lo += d[j] * (1.0f - fr) * scale;
-                at_hi += d[j] * fr * scale;
-            } else {  // clipped: both terms go to dz[P], in this order
-                at_lo += d[j] * (1.0f - fr) * scale;
-                at_lo += d[j] * fr * scale;
-            }
-            float dp = p[j] < P ? d[j] * scale * (z[hi] - z[lo]) : 0.0f;
-            acc += dp;
-            g[j] = acc * g[j] * (1.0f - g[j]);
+            cope_grad_finish(b, j, nk, P, scale);
         }
-        if (cur >= 0) {
-            dz[cur] = at_lo;
-            if (cur < P) dz[cur + 1] = at_hi;
-        }
-        for (int t = last + 1; t < nk; t++) g[t] = 0.0f;
+        cope_grad_finish(a, j, nk, P, scale);
     }
     // d(q·k): dq += dG·k, dk += dGᵀ·q; dz: dq += dz·E, dE_h += dzᵀ·q
     gemm_sgemm(0, 0, nq, hs, nk, 1.0f, w.G, T, k, ld, 1.0f, dq, ld);

@@ -166,6 +166,7 @@ static void xl_score_forward(pe_t *pe, const float *params, int layer, int h, in
         for (int j = 0; j < nk; j++) row[j] += uk[j];
     }
     for (int r = 0; r < nq; r++)
+#pragma omp simd
         for (int e = 0; e < hs; e++) qv[(size_t)r * hs + e] = q[(size_t)r * ld + e] + v[e];
     if (!consecutive(pos, i0 + nq > nk ? i0 + nq : nk)) {  // drawn distances are not a band: the direct formula
         for (int r = 0; r < nq; r++) {
@@ -207,9 +208,12 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     }
     for (int j = 0; j < nk; j++) {
         float cj = col[j] * scale;
+        float *dkj = dk + (size_t)j * ld;
+        const float *kj = k + (size_t)j * ld;
+#pragma omp simd
         for (int e = 0; e < hs; e++) {
-            du[e] += cj * k[(size_t)j * ld + e];
-            dk[(size_t)j * ld + e] += cj * u[e];
+            du[e] += cj * kj[e];
+            dkj[e] += cj * u[e];
         }
     }
     if (!consecutive(pos, i0 + nq > nk ? i0 + nq : nk)) {  // s_ij += (q_i + v)·R_h[pos_i − pos_j] · scale
@@ -241,6 +245,7 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     const float *Rh = st->R + ((size_t)layer * n + (dlo + T - 1)) * C + h * hs;
     // d(q + v) = dG · R_h: into qv's buffer, then to dq and dv
     for (int r = 0; r < nq; r++)
+#pragma omp simd
         for (int e = 0; e < hs; e++) qv[(size_t)r * hs + e] = q[(size_t)r * ld + e] + v[e];
     // dR_h += dGᵀ (Q + v)
     gemm_sgemm(1, 0, nd, hs, nq, 1.0f, dG, nd, qv, hs, 1.0f,
@@ -248,6 +253,7 @@ static void xl_score_backward(pe_t *pe, const float *params, float *grads, int l
     // dq += dG R_h (written over qv, no longer needed), dv += Σ_rows
     gemm_sgemm(0, 0, nq, hs, nd, 1.0f, dG, nd, Rh, C, 0.0f, qv, hs);
     for (int r = 0; r < nq; r++)
+#pragma omp simd
         for (int e = 0; e < hs; e++) {
             dq[(size_t)r * ld + e] += qv[(size_t)r * hs + e];
             dv[e] += qv[(size_t)r * hs + e];
