@@ -33,20 +33,23 @@ static inline int key_allowed(const attn_dims *d, const int *seg_b, int i, int j
 // lo..hi-1 (the causal prefix, cut to i's segment when segments are
 // contiguous, as the data loaders make them); returns 1 when they are not
 // (segments that interleave), and the general masked loops must be used.
-static int visible_run(const attn_dims *d, const int *seg_b, int i, int nk, int *lo_out, int *hi_out) {
-    int lo = 0, hi = d->causal && i + 1 < nk ? i + 1 : nk;
-    int general = 0;
-    if (seg_b) {
-        int id = seg_b[i], h = i + 1, stray = 0;
-        for (lo = i; lo > 0 && seg_b[lo - 1] == id;) lo--;
-        while (h < hi && seg_b[h] == id) h++;
-        for (int j = 0; j < lo; j++) stray += seg_b[j] == id;
-        for (int j = h; j < hi; j++) stray += seg_b[j] == id;
-        hi = h;
-        general = stray > 0;
-    }
-    *lo_out = lo, *hi_out = hi;
-    return general;
+static int visible_run_segments(const attn_dims *d, const int *seg_b, int i, int nk, int *lo_out, int *hi_out) {
+    int hi = d->causal && i + 1 < nk ? i + 1 : nk;
+    int id = seg_b[i], lo = i, h = i + 1, stray = 0;
+    while (lo > 0 && seg_b[lo - 1] == id) lo--;
+    while (h < hi && seg_b[h] == id) h++;
+    for (int j = 0; j < lo; j++) stray += seg_b[j] == id;
+    for (int j = h; j < hi; j++) stray += seg_b[j] == id;
+    *lo_out = lo, *hi_out = h;
+    return stray > 0;
+}
+
+// (inline: it runs for every row of every score block, and without segments
+// it is one comparison)
+static inline int visible_run(const attn_dims *d, const int *seg_b, int i, int nk, int *lo_out, int *hi_out) {
+    if (seg_b) return visible_run_segments(d, seg_b, i, nk, lo_out, hi_out);
+    *lo_out = 0, *hi_out = d->causal && i + 1 < nk ? i + 1 : nk;
+    return 0;
 }
 
 // Row i of the scores, keys 0..nk-1, in place: s = softmax(mask(s)), and

@@ -194,27 +194,21 @@ static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, 
     }
 }
 
-// One row's walk over its keys in the backward pass. The counts fall as j
-// rises, so ⌊p⌋ stays the same for runs of keys: dz[lo] and dz[lo + 1] are
-// summed in registers along a run (the same additions in the same order as
-// adding to memory, so the same bits) and written back when it ends.
+// One row's walk over its keys in the backward pass: dz at ⌊p⌋ and ⌈p⌉
+// added to in memory as j rises (where clipped, ⌊p⌋ = ⌈p⌉ = P takes both
+// terms, in that order), no branch on whether ⌊p⌋ changed (it does every key
+// or two, unpredictably); dp summed in a register.
 typedef struct {
     const float *z, *d, *p;
     float *g, *dz;
-    int last, cur;
-    float at_lo, at_hi, acc;
+    int last;
+    float acc;
 } cope_grad_row;
-
-static inline void cope_grad_flush(cope_grad_row *w, int P) {
-    if (w->cur < 0) return;
-    w->dz[w->cur] = w->at_lo;
-    if (w->cur < P) w->dz[w->cur + 1] = w->at_hi;
-}
 
 static cope_grad_row cope_grad_begin(const cope_bufs *w, const float *ds, int lds, int r, int i0, int nk, int T, int P) {
     size_t at = (size_t)r;
     return (cope_grad_row){w->z + at * (P + 1), ds + at * lds, w->p + at * T, w->G + at * T,
-                           w->dz + at * (P + 1), imin(i0 + r, nk - 1), -1, 0.0f, 0.0f, 0.0f};
+                           w->dz + at * (P + 1), imin(i0 + r, nk - 1), 0.0f};
 }
 
 // (inlined whole, so that two rows' walks keep their state in registers)
@@ -222,28 +216,18 @@ static inline __attribute__((always_inline)) void cope_grad_step(cope_grad_row *
     float pj = w->p[j], dj = w->d[j];
     float pc = pj < P ? pj : (float)P, f = floorf(pc), fr = pc - f;
     int lo = (int)f, hi = lo < P ? lo + 1 : P;
-    if (lo != w->cur) {
-        cope_grad_flush(w, P);
-        w->cur = lo, w->at_lo = w->dz[lo], w->at_hi = lo < P ? w->dz[lo + 1] : 0.0f;
-    }
-    if (lo < P) {
-        w->at_lo += dj * (1.0f - fr) * scale;
-        w->at_hi += dj * fr * scale;
-    } else {  // clipped: both terms go to dz[P], in this order
-        w->at_lo += dj * (1.0f - fr) * scale;
-        w->at_lo += dj * fr * scale;
-    }
+    w->dz[lo] += dj * (1.0f - fr) * scale;
+    w->dz[hi] += dj * fr * scale;
     float dp = pj < P ? dj * scale * (w->z[hi] - w->z[lo]) : 0.0f;
     w->acc += dp;
     float gj = w->g[j];
     w->g[j] = w->acc * gj * (1.0f - gj);
 }
 
-// The rest of a row's walk from key j, then its dz written back and the
-// gradients of the keys it does not see zeroed.
+// The rest of a row's walk from key j, then the gradients of the keys it
+// does not see zeroed.
 static void cope_grad_finish(cope_grad_row w, int j, int nk, int P, float scale) {
     for (; j <= w.last; j++) cope_grad_step(&w, j, P, scale);
-    cope_grad_flush(&w, P);
     for (int t = w.last + 1; t < nk; t++) w.g[t] = 0.0f;
 }
 
