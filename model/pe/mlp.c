@@ -187,14 +187,31 @@ static float backward(const pe_mlp *mlp, const pe_t *pe, const float *params, in
         shape(mlp, k, &rows, &cols);
         layer_ptrs(mlp, pe, params, copy, k, &w, &b);
         const float *in = k == 0 ? &x : tr.act[k - 1];
-        memset(din, 0, sizeof(float) * cols);
-        for (int r = 0; r < rows; r++) {
-            db[k][r] += d[r];
-            // each element its own multiply-add, as in the scalar loop: vectorised, the same bits
+        if (cols == 1) {
+            // One input (the first layer, 1 → W): din[0] is one sum over the
+            // rows, in row order, a chain of dependent multiply-adds; kept in a
+            // register, not added to din[0] in memory row by row (a store and
+            // a reload in the chain each time). The compiler fuses each
+            // multiply-add of the loop below (its vector body and its scalar
+            // tail), so these are fmaf: the same bits.
 #pragma omp simd
-            for (int c = 0; c < cols; c++) {
-                dw[k][r * cols + c] += d[r] * in[c];
-                din[c] += d[r] * w[r * cols + c];
+            for (int r = 0; r < rows; r++) {
+                db[k][r] += d[r];
+                dw[k][r] = fmaf(d[r], in[0], dw[k][r]);
+            }
+            float sum = 0.0f;
+            for (int r = 0; r < rows; r++) sum = fmaf(d[r], w[r], sum);
+            din[0] = sum;
+        } else {
+            memset(din, 0, sizeof(float) * cols);
+            for (int r = 0; r < rows; r++) {
+                db[k][r] += d[r];
+                // each element its own multiply-add, as in the scalar loop: vectorised, the same bits
+#pragma omp simd
+                for (int c = 0; c < cols; c++) {
+                    dw[k][r * cols + c] += d[r] * in[c];
+                    din[c] += d[r] * w[r * cols + c];
+                }
             }
         }
         if (k == 0) return din[0];
