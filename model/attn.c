@@ -36,6 +36,15 @@ static inline int key_allowed(const attn_dims *d, const int *seg_b, int i, int j
 static int visible_run_segments(const attn_dims *d, const int *seg_b, int i, int nk, int *lo_out, int *hi_out) {
     int hi = d->causal && i + 1 < nk ? i + 1 : nk;
     int id = seg_b[i], lo = i, h = i + 1, stray = 0;
+    // Most often (one document, or a row inside the first) every key the row
+    // could see is in its segment: one vectorised pass says so.
+    int all = 1, reach = hi > i + 1 ? hi : i + 1;
+#pragma omp simd reduction(& : all)
+    for (int j = 0; j < reach; j++) all &= seg_b[j] == id;
+    if (all) {
+        *lo_out = 0, *hi_out = reach;
+        return 0;
+    }
     while (lo > 0 && seg_b[lo - 1] == id) lo--;
     while (h < hi && seg_b[h] == id) h++;
     for (int j = 0; j < lo; j++) stray += seg_b[j] == id;
