@@ -158,36 +158,88 @@ static int clip_table(char *out, size_t cap, int steps) {
     return n;
 }
 
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+// Paired turns: in each of `rounds` rounds every model k of m[0..n) but the
+// references runs `st` steps right beside its reference ref[k] (the
+// reference first in even rounds, second in odd ones), and ratio[k * rounds
+// + round] gets k's speed over the reference's in that pair. The machine's
+// slow spells last seconds, longer than a pair and shorter than a round of
+// every model: a spell lands on both of a pair, where unpaired fastest
+// rounds compare moments far apart. best[] keeps each model's fastest
+// (tokens/s). Allocates a[].
+static void race_paired(model_t *m, model_acts *a, int n, const int *ref, int rounds, int st, int *tok, int *tgt,
+                        double *best, double *ratio) {
+    for (int k = 0; k < n; k++) {
+        model_acts_alloc(&a[k], &m[k], B, T, 1);
+        time_train(&m[k], &a[k], 2, tok, tgt);
+        best[k] = 0;
+    }
+    double tokens = (double)st * B * T;
+    for (int round = 0; round < rounds; round++)
+        for (int k = 0; k < n; k++) {
+            if (ref[k] == k) continue;
+            int first = round % 2 ? k : ref[k], second = round % 2 ? ref[k] : k;
+            double r1 = tokens / time_train(&m[first], &a[first], st, tok, tgt);
+            double r2 = tokens / time_train(&m[second], &a[second], st, tok, tgt);
+            if (r1 > best[first]) best[first] = r1;
+            if (r2 > best[second]) best[second] = r2;
+            ratio[(size_t)k * rounds + round] = first == k ? r1 / r2 : r2 / r1;
+        }
+}
+
+// The median of x[0..n) (sorts x).
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 // Every encoding of the registry at the reference shape, with its default
-// options. The encodings take turns, 5 rounds
-// of steps/2 steps each, and each keeps its fastest round, so a slow spell
-// of the machine cannot land on one encoding only.
-static int encodings_table(char *out, size_t cap, int steps) {
-    enum { ROUNDS = 5 };
+// options, against NoPE with the same attention kernel: paired turns
+// (race_paired), the median of the rounds' ratios, and the range of them.
+static int encodings_table(char *out, size_t cap) {
+    enum { ROUNDS = 7, ST = 3 };
     const int NPE = pe_registry_count;
-    int n = snprintf(out, cap, "\nEvery encoding at the reference shape, with each attention kernel (the encodings take "
-                               "turns, %d rounds of %d steps; each keeps its fastest round):\n\n"
+    int n = snprintf(out, cap, "\nEvery encoding at the reference shape, with each attention kernel. Each encoding runs "
+                               "%d steps right beside NoPE with the same kernel (NoPE first in one round, second in the next), "
+                               "%d rounds; \"vs none\" is the median of the rounds' speed ratios with their range in brackets, "
+                               "tokens/s each model's fastest run:\n\n"
                                "| pe | blocks: tokens/s | vs none | fused: tokens/s | vs none | fused vs blocks |\n"
                                "|---|---|---|---|---|---|\n",
-                     ROUNDS, (steps + 1) / 2);
+                     ST, ROUNDS);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
-    const int NM = 2 * NPE;  // model k: encoding k / 2, kernel k % 2 (0 blocks, 1 fused)
+    const int NM = 2 * NPE;  // model k: encoding k / 2, kernel k % 2 (0 blocks, 1 fused); none is encoding 0
     model_t *m = calloc((size_t)NM, sizeof *m);
     model_acts *a = calloc((size_t)NM, sizeof *a);
-    double *best = calloc((size_t)NM, sizeof *best);
-    for (int k = 0; k < NM; k++) make_model(&m[k], pe_registry[k / 2]->name, k % 2);
-    race(m, a, NM, ROUNDS, steps, tok, tgt, best);
+    double *best = calloc((size_t)NM, sizeof *best), *ratio = calloc((size_t)NM * ROUNDS, sizeof *ratio);
+    int *ref = malloc(sizeof(int) * NM);
+    for (int k = 0; k < NM; k++) make_model(&m[k], pe_registry[k / 2]->name, k % 2), ref[k] = k % 2;
+    race_paired(m, a, NM, ref, ROUNDS, ST, tok, tgt, best, ratio);
     for (int e = 0; e < NPE; e++) {
+        char vs[2][64];
+        for (int kern = 0; kern < 2; kern++) {
+            double *r = ratio + (size_t)(2 * e + kern) * ROUNDS;
+            if (e == 0) {
+                snprintf(vs[kern], sizeof vs[kern], "+0.0%%");
+                continue;
+            }
+            double med = median(r, ROUNDS);  // (r is sorted now: r[0] the least, r[ROUNDS − 1] the most)
+            snprintf(vs[kern], sizeof vs[kern], "%+.1f%% [%+.1f, %+.1f]", 100.0 * (med - 1.0), 100.0 * (r[0] - 1.0),
+                     100.0 * (r[ROUNDS - 1] - 1.0));
+        }
         double b = best[2 * e], f = best[2 * e + 1];
-        n += snprintf(out + n, cap - n, "| %s | %.0f | %+.1f%% | %.0f | %+.1f%% | %+.1f%% |\n", pe_registry[e]->name, b,
-                      100.0 * (b / best[0] - 1.0), f, 100.0 * (f / best[1] - 1.0), 100.0 * (f / b - 1.0));
+        n += snprintf(out + n, cap - n, "| %s | %.0f | %s | %.0f | %s | %+.1f%% |\n", pe_registry[e]->name, b, vs[0], f,
+                      vs[1], 100.0 * (f / b - 1.0));
     }
     for (int k = 0; k < NM; k++) {
         model_acts_free(&a[k]);
         model_free(&m[k]);
     }
-    free(tok), free(tgt), free(m), free(a), free(best);
+    free(tok), free(tgt), free(m), free(a), free(best), free(ratio), free(ref);
     return n;
 }
 
@@ -565,7 +617,7 @@ int main(int argc, char **argv) {
     large_table(engines + used_e, sizeof engines - (size_t)used_e, o.threads, o.torch, tps);
     char *enc = calloc(12288, 1);
     if (o.encodings) {
-        int used = encodings_table(enc, 12288, o.steps);
+        int used = encodings_table(enc, 12288);
         clip_table(enc + used, 12288 - (size_t)used, o.steps);
     }
     // the second measurements
