@@ -107,12 +107,17 @@ static double eval_tokens_per_s(model_t *m, int *tok, int *tgt) {
 // Models m[0..n) take turns, `rounds` rounds of (steps+1)/2 training steps
 // each, and each keeps its fastest round in best[] (tokens/s), so a slow
 // spell of the machine cannot land on one model only. Allocates a[].
-static void race(model_t *m, model_acts *a, int n, int rounds, int steps, int *tok, int *tgt, double *best) {
+// The models' activations allocated and two warm-up steps each; best[] zeroed.
+static void race_start(model_t *m, model_acts *a, int n, int *tok, int *tgt, double *best) {
     for (int k = 0; k < n; k++) {
         model_acts_alloc(&a[k], &m[k], B, T, 1);
         time_train(&m[k], &a[k], 2, tok, tgt);
         best[k] = 0;
     }
+}
+
+static void race(model_t *m, model_acts *a, int n, int rounds, int steps, int *tok, int *tgt, double *best) {
+    race_start(m, a, n, tok, tgt, best);
     for (int round = 0; round < rounds; round++)
         for (int k = 0; k < n; k++) {
             int st = (steps + 1) / 2;
@@ -173,11 +178,7 @@ static int cmp_double(const void *x, const void *y) {
 // (tokens/s). Allocates a[].
 static void race_paired(model_t *m, model_acts *a, int n, const int *ref, int rounds, int st, int *tok, int *tgt,
                         double *best, double *ratio) {
-    for (int k = 0; k < n; k++) {
-        model_acts_alloc(&a[k], &m[k], B, T, 1);
-        time_train(&m[k], &a[k], 2, tok, tgt);
-        best[k] = 0;
-    }
+    race_start(m, a, n, tok, tgt, best);
     double tokens = (double)st * B * T;
     for (int round = 0; round < rounds; round++)
         for (int k = 0; k < n; k++) {

@@ -120,45 +120,39 @@ static cope_bufs cope_block(const pe_t *pe, int layer, int h, int b, int i0) {
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-enum { COPE_LANES = 4 };  // rows whose running sums advance side by side (cope_counts names four)
+// Row p's running sum of the gates g from key `from` down to key `to`,
+// continuing from cum; returns the sum reached.
+static float count_down(const float *g, float *p, int from, int to, float cum) {
+    for (int j = from; j >= to; j--) {
+        cum += g[j];
+        p[j] = cum;
+    }
+    return cum;
+}
 
 // The positions from the gates in G: p_ij = Σ_{t=j..i} g_it, summed from the
 // query down (the order the forward pass adds them in, so the same bits when
 // the backward pass counts kept gates again). A row's sum is one chain of
-// dependent additions; COPE_LANES rows walk down together so that their
-// chains overlap, each row adding in its own order (the same bits as one row
-// at a time).
+// dependent additions; four rows walk down together so that their chains
+// overlap, each row adding in its own order (the same bits as one row at a
+// time).
 static void cope_counts(const pe_t *pe, int i0, int nq, int nk, cope_bufs *w) {
-    int T = ((const cope_state *)pe->state)->T;
-    for (int r = 0; r < nq; r += COPE_LANES) {
-        int n = imin(COPE_LANES, nq - r), last[COPE_LANES];
-        const float *g[COPE_LANES];
-        float *p[COPE_LANES], cum[COPE_LANES];
-        for (int k = 0; k < n; k++) {
-            last[k] = imin(i0 + r + k, nk - 1);
-            g[k] = w->G + (size_t)(r + k) * T, p[k] = w->p + (size_t)(r + k) * T, cum[k] = 0.0f;
-            for (int j = last[k]; j > last[0]; j--) {  // the keys only the later rows see
-                cum[k] += g[k][j];
-                p[k][j] = cum[k];
-            }
-        }
-        if (n < COPE_LANES) {
-            for (int k = 0; k < n; k++)
-                for (int j = last[0]; j >= 0; j--) {
-                    cum[k] += g[k][j];
-                    p[k][j] = cum[k];
-                }
-            continue;
-        }
-        // (four named sums, not cum[]: the compiler keeps these in registers)
-        const float *g0 = g[0], *g1 = g[1], *g2 = g[2], *g3 = g[3];
-        float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
-        float c0 = cum[0], c1 = cum[1], c2 = cum[2], c3 = cum[3];
-        for (int j = last[0]; j >= 0; j--) {
+    int T = ((const cope_state *)pe->state)->T, r = 0;
+    for (; r + 4 <= nq; r += 4) {
+        const float *g0 = w->G + (size_t)r * T, *g1 = g0 + T, *g2 = g1 + T, *g3 = g2 + T;
+        float *p0 = w->p + (size_t)r * T, *p1 = p0 + T, *p2 = p1 + T, *p3 = p2 + T;
+        int last = imin(i0 + r, nk - 1);
+        // the keys only the later rows see, then all four side by side
+        float c0 = 0.0f, c1 = count_down(g1, p1, imin(i0 + r + 1, nk - 1), last + 1, 0.0f);
+        float c2 = count_down(g2, p2, imin(i0 + r + 2, nk - 1), last + 1, 0.0f);
+        float c3 = count_down(g3, p3, imin(i0 + r + 3, nk - 1), last + 1, 0.0f);
+        for (int j = last; j >= 0; j--) {
             c0 += g0[j], c1 += g1[j], c2 += g2[j], c3 += g3[j];
             p0[j] = c0, p1[j] = c1, p2[j] = c2, p3[j] = c3;
         }
     }
+    for (; r < nq; r++)
+        count_down(w->G + (size_t)r * T, w->p + (size_t)r * T, imin(i0 + r, nk - 1), 0, 0.0f);
 }
 
 // G = q·kᵀ (unscaled), gates into G, positions into p, z = q·Eᵀ.
