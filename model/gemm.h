@@ -29,6 +29,7 @@ typedef struct {
     int (*available)(char *why, size_t whylen);  // 1, or 0 with why ("not built: …")
     void (*sgemm)(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc);
+    int row_block;  // gemm_row_block
 } gemm_engine;
 
 extern const gemm_engine gemm_engines[];
@@ -44,6 +45,10 @@ extern const int gemm_engine_count;
 int gemm_use(const char *name, char *err, size_t errlen);
 // The engine in use ("openblas" until gemm_use chooses another).
 const char *gemm_name(void);
+// Rows per block when the model splits a product's rows among its threads
+// (ops.c): a size the engine in use runs near its best at, fixed per engine,
+// never following --threads.
+int gemm_row_block(void);
 
 // The precision of every product: "fp32" (the engine's sgemm; the default)
 // or "bf16" (mixed precision: A and B rounded to bfloat16, to nearest even,

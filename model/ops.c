@@ -13,6 +13,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 // This thread's share [lo, hi) of n items, one contiguous block per OpenMP
 // thread. The matrix products split their rows this way while OpenBLAS runs
@@ -102,16 +105,19 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 // With fixed blocks every thread count, and the build without OpenMP,
 // compute the same bits (tests/ checks it). The engines themselves run
 // single-threaded (core/startup.c, gemm.c), so no two thread pools compete.
+// The rows of the activations go in the engine's blocks (gemm_row_block);
+// the weight gradient's output rows in blocks of MM_BLOCK.
 enum { MM_BLOCK = 128 };
 
-static size_t mm_blocks(size_t n) { return (n + MM_BLOCK - 1) / MM_BLOCK; }
+static size_t mm_blocks(size_t n, size_t rows) { return (n + rows - 1) / rows; }
 
 void matmul_forward(float *out, const float *inp, const float *w,
                     const float *bias, size_t N, int IC, int OC) {
     // out = inp · wᵀ (+ bias broadcast over rows)
+    const size_t rows = (size_t)gemm_row_block();
 #pragma omp parallel for schedule(static)
-    for (size_t blk = 0; blk < mm_blocks(N); blk++) {
-        size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < N ? lo + MM_BLOCK : N;
+    for (size_t blk = 0; blk < mm_blocks(N, rows); blk++) {
+        size_t lo = blk * rows, hi = lo + rows < N ? lo + rows : N;
         float beta = 0.0f;
         if (bias) {
             for (size_t i = lo; i < hi; i++) memcpy(out + i * OC, bias, sizeof(float) * OC);
@@ -130,15 +136,16 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
     // dw   += doutᵀ · inp    (row blocks of dw: each block owns some outputs)
     // dbias += Σ_rows dout   (with dw's blocks, row by row in order)
     if (dinp) {
+        const size_t rows = (size_t)gemm_row_block();
 #pragma omp parallel for schedule(static)
-        for (size_t blk = 0; blk < mm_blocks(N); blk++) {
-            size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < N ? lo + MM_BLOCK : N;
+        for (size_t blk = 0; blk < mm_blocks(N, rows); blk++) {
+            size_t lo = blk * rows, hi = lo + rows < N ? lo + rows : N;
             gemm_sgemm(0, 0, (int)(hi - lo), IC, OC, 1.0f,
                         dout + lo * OC, OC, w, IC, 0.0f, dinp + lo * IC, IC);
         }
     }
 #pragma omp parallel for schedule(static)
-    for (size_t blk = 0; blk < mm_blocks((size_t)OC); blk++) {
+    for (size_t blk = 0; blk < mm_blocks((size_t)OC, MM_BLOCK); blk++) {
         size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < (size_t)OC ? lo + MM_BLOCK : (size_t)OC;
         gemm_sgemm(1, 0, (int)(hi - lo), IC, (int)N, 1.0f,
                     dout + lo, OC, inp, IC, 1.0f, dw + lo * IC, IC);
@@ -224,10 +231,10 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
         float mx = z[0];
         for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
         double sum = 0.0;
-        for (int v = 0; v < V; v++) {
-            p[v] = expf(z[v] - mx);
-            sum += p[v];
-        }
+#pragma omp simd
+        for (int v = 0; v < V; v++) p[v] = z[v] - mx;
+        ops_expf_exact(p, p, (size_t)V);
+        for (int v = 0; v < V; v++) sum += p[v];
         float inv = (float)(1.0 / sum);
 #pragma omp simd
         for (int v = 0; v < V; v++) p[v] *= inv;
@@ -262,4 +269,73 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
         for (int v = 0; v < V; v++) d[v] = p[v] * scale;
         d[targets[i]] -= scale;
     }
+}
+
+#ifdef __AVX512F__
+// glibc's expf: x·32/ln2 = k + r with k an integer (rounded to nearest by
+// adding 1.5·2^52) and |r| <= 1/2, in double precision; then
+// e^x = 2^(k/32) · 2^(r/32), 2^(k/32) from a table of 2^(i/32), i = k mod 32,
+// with k div 32 added to its exponent bits, and 2^(r/32) ≈ 1 + C2 r + C1 r² +
+// C0 r³ (a minimax cubic); the double result rounded to float once. Each
+// step below is the operation glibc's FMA build performs, in its order.
+static const uint64_t exp2_32nds[32] = {
+    // the bits of 2^(i/32) rounded to double, less i << 47 (so that adding
+    // k << 47 puts k div 32 in the exponent and leaves i's bits alone)
+    0x3ff0000000000000u, 0x3fefd9b0d3158574u, 0x3fefb5586cf9890fu, 0x3fef9301d0125b51u,
+    0x3fef72b83c7d517bu, 0x3fef54873168b9aau, 0x3fef387a6e756238u, 0x3fef1e9df51fdee1u,
+    0x3fef06fe0a31b715u, 0x3feef1a7373aa9cbu, 0x3feedea64c123422u, 0x3feece086061892du,
+    0x3feebfdad5362a27u, 0x3feeb42b569d4f82u, 0x3feeab07dd485429u, 0x3feea47eb03a5585u,
+    0x3feea09e667f3bcdu, 0x3fee9f75e8ec5f74u, 0x3feea11473eb0187u, 0x3feea589994cce13u,
+    0x3feeace5422aa0dbu, 0x3feeb737b0cdc5e5u, 0x3feec49182a3f090u, 0x3feed503b23e255du,
+    0x3feee89f995ad3adu, 0x3feeff76f2fb5e47u, 0x3fef199bdd85529cu, 0x3fef3720dcef9069u,
+    0x3fef5818dcfba487u, 0x3fef7c97337b9b5fu, 0x3fefa4afa2a490dau, 0x3fefd0765b6e4540u,
+};
+
+// Eight lanes; lanes whose |x| is 88 or more (or NaN) are left to expf,
+// which handles overflow, underflow and the special values.
+static void expf_exact8(float *y, const float *x) {
+    const __m512d inv_ln2_32 = _mm512_set1_pd(0x1.71547652b82fep+5), shift = _mm512_set1_pd(0x1.8p+52);
+    const __m512d c0 = _mm512_set1_pd(0x1.c6af84b912394p-20), c1 = _mm512_set1_pd(0x1.ebfce50fac4f3p-13),
+                  c2 = _mm512_set1_pd(0x1.62e42ff0c52d6p-6), one = _mm512_set1_pd(1.0);
+    const __m512i t0 = _mm512_loadu_si512(exp2_32nds), t1 = _mm512_loadu_si512(exp2_32nds + 8),
+                  t2 = _mm512_loadu_si512(exp2_32nds + 16), t3 = _mm512_loadu_si512(exp2_32nds + 24);
+    __m256 xf = _mm256_loadu_ps(x);
+    // glibc's test: the top 12 bits of |x| at or above those of 88
+    __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(xf), 20), _mm256_set1_epi32(0x7ff));
+    __mmask8 big = _mm256_cmpge_epi32_mask(top, _mm256_set1_epi32(0x42b));
+    float xs[8];  // (y may be x)
+    if (big) _mm256_storeu_ps(xs, xf);
+    __m512d xd = _mm512_cvtps_pd(xf);
+    __m512d kd = _mm512_fmadd_pd(inv_ln2_32, xd, shift);
+    __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, shift);
+    __m512d r = _mm512_fmsub_pd(inv_ln2_32, xd, kd);
+    __m512i lo = _mm512_permutex2var_epi64(t0, ki, t1), hi = _mm512_permutex2var_epi64(t2, ki, t3);
+    __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+    __m512i t = _mm512_add_epi64(_mm512_mask_blend_epi64(upper, lo, hi), _mm512_slli_epi64(ki, 47));
+    __m512d z = _mm512_fmadd_pd(c0, r, c1), r2 = _mm512_mul_pd(r, r);
+    __m512d p = _mm512_fmadd_pd(r, c2, one);
+    p = _mm512_fmadd_pd(z, r2, p);
+    p = _mm512_mul_pd(p, _mm512_castsi512_pd(t));
+    _mm256_storeu_ps(y, _mm512_cvtpd_ps(p));
+    if (big)
+        for (int l = 0; l < 8; l++)
+            if (big >> l & 1) y[l] = expf(xs[l]);
+}
+#endif
+
+void ops_expf_exact(float *y, const float *x, size_t n) {
+    size_t i = 0;
+#ifdef __AVX512F__
+    for (; i + 8 <= n; i += 8) expf_exact8(y + i, x + i);
+#endif
+    for (; i < n; i++) y[i] = expf(x[i]);
+}
+
+void ops_one_plus_exp_neg(float *y, const float *x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = -x[i];
+    ops_expf_exact(y, y, n);
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = 1.0f + y[i];
 }

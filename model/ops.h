@@ -37,6 +37,18 @@ static inline float ops_expf(float x) {
     return p * scale;
 }
 
+// y[i] = expf(x[i]) for n floats, bit for bit what glibc's expf returns
+// (the algorithm every glibc since 2.27 uses, in its fused multiply-add
+// form; x86-64 glibc picks that form on every CPU with FMA), eight at a
+// time in AVX-512 where the build has it, by calling expf elsewhere. For the
+// exponentials whose bits results already depend on (CoPE's gates, FIRE's
+// SiLU): those loops keep their bits and lose the call per element.
+// tests/test_kernels.c compares it with expf over a sweep of every float
+// exponent. y may be x.
+void ops_expf_exact(float *y, const float *x, size_t n);
+// y[i] = 1 + expf(-x[i]), the same way (the logistic's denominator). y may be x.
+void ops_one_plus_exp_neg(float *y, const float *x, size_t n);
+
 // LayerNorm over the last dim, eps 1e-5.
 // out (N, C), mean (N), rstd (N), inp (N, C), w (C), b (C)
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,

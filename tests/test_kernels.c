@@ -46,6 +46,55 @@ static int test_expf(void) {
     return fails;
 }
 
+// How many of y[0..n) are not expf(x[i]) bit for bit (any NaN matches a
+// NaN); the first one's index into first (when not NULL).
+static size_t unlike_expf(const float *x, const float *y, size_t n, size_t *first) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = expf(x[i]);
+        if (!memcmp(&want, &y[i], sizeof want) || (isnan(want) && isnan(y[i]))) continue;
+        if (first && !bad) *first = i;
+        bad++;
+    }
+    return bad;
+}
+
+// ops_expf_exact against this machine's expf, bit for bit: every 509th
+// float bit pattern (both signs, every exponent, NaNs and infinities), the
+// floats in [-1, 1] that step 389 bit patterns apart, and the edges of
+// glibc's special cases; in place and out of place, with tails of every
+// length below eight. (The build without AVX-512 calls expf, and passes
+// trivially.)
+static int test_expf_exact(void) {
+    int fails = 0;
+    size_t n = 0, cap = (1u << 24);
+    float *x = malloc(sizeof(float) * cap), *y = malloc(sizeof(float) * cap);
+    for (uint64_t b = 0; b < (1ull << 32) && n < cap; b += 509) {
+        uint32_t u = (uint32_t)b;
+        memcpy(&x[n++], &u, sizeof u);
+    }
+    for (uint32_t u = 0; u <= 0x3f800000u && n + 2 <= cap; u += 389) {
+        float f;
+        memcpy(&f, &u, sizeof f);
+        x[n++] = f, x[n++] = -f;
+    }
+    const float edges[] = {88.0f, -88.0f, 0x1.62e42ep6f, 0x1.62e430p6f, -0x1.9fe368p6f, -0x1.9fe36ap6f, -0x1.9d1d9ep6f,
+                           -0x1.9d1da0p6f, -87.5f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f};
+    for (size_t k = 0; k < sizeof edges / sizeof edges[0] && n < cap; k++) x[n++] = edges[k];
+    size_t bad = 0, first = 0;
+    for (size_t tail = 0; tail < 8; tail++) {
+        ops_expf_exact(y, x, n - tail);
+        bad += unlike_expf(x, y, n - tail, bad ? NULL : &first);
+    }
+    memcpy(y, x, sizeof(float) * n);
+    ops_expf_exact(y, y, n);
+    bad += unlike_expf(x, y, n, bad ? NULL : &first);
+    printf("    %zu inputs, %zu results differ from expf\n", n, bad);
+    EXPECT(bad == 0, "%zu results differ from expf, the first at x = %a", bad, bad ? x[first] : 0.0f);
+    free(x), free(y);
+    return fails;
+}
+
 // GELU forward and backward against tanh() in double over [-30, 30],
 // saturated tails included.
 static int test_gelu(void) {
@@ -375,6 +424,7 @@ static int test_attn_stats(void) {
 
 const test_case kernel_tests[] = {
     {"kernel/expf_within_2_ulp", test_expf},
+    {"kernel/expf_exact_is_libm_expf", test_expf_exact},
     {"kernel/gelu_matches_tanh_formula", test_gelu},
     {"kernel/matmul_matches_triple_loops", test_matmul},
     {"kernel/layernorm_matches_textbook", test_layernorm},

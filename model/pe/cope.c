@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../gemm.h"
+#include "../ops.h"
 #include "pe.h"
 
 enum { COPE_MAX_POS };
@@ -165,7 +166,10 @@ static void cope_positions(const pe_t *pe, const float *params, int layer, const
     for (int r = 0; r < nq; r++) {
         int i = i0 + r;
         float *g = b->G + (size_t)r * T;
-        for (int j = 0; j <= (i < nk - 1 ? i : nk - 1); j++) g[j] = 1.0f / (1.0f + expf(-g[j]));
+        int n = (i < nk - 1 ? i : nk - 1) + 1;
+        ops_one_plus_exp_neg(g, g, (size_t)n);
+#pragma omp simd
+        for (int j = 0; j < n; j++) g[j] = 1.0f / g[j];
     }
     cope_counts(pe, i0, nq, nk, b);
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../ops.h"
+
 enum { W = PE_MLP_WIDTH };
 
 // Rows and columns of layer k (0-based) of the MLP.
@@ -95,7 +97,7 @@ static void run(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy
         }
         if (k == mlp->depth) break;
         float e[W];
-        for (int r = 0; r < W; r++) e[r] = 1.0f + expf(-tr->pre[k][r]);
+        ops_one_plus_exp_neg(e, tr->pre[k], W);
         silu_from(tr, k, e);
         if (keep) {
             memcpy(keep + 2 * k * W, tr->pre[k], sizeof(float) * W);
@@ -115,7 +117,8 @@ void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int 
 // n inputs at once, PAIRS at a time with the input as the innermost index:
 // the same operations in the same order for each input as run() does (so
 // the same bits), but over PAIRS inputs side by side, which the compiler
-// turns into vector instructions; only expf stays one call per element.
+// turns into vector instructions (the exponentials through ops_expf_exact:
+// expf's bits, eight at a time).
 enum { PAIRS = 16 };
 
 // Whether a multiply and the add into a running sum become one fused
@@ -153,8 +156,7 @@ LIKE_RUN void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float
                     for (int p = 0; p < np; p++) out[(size_t)(j0 + p) * mlp->out + r] = o[p];
             }
             if (k == mlp->depth) break;
-            for (int r = 0; r < W; r++)
-                for (int p = 0; p < np; p++) e[r][p] = 1.0f + expf(-pre[r][p]);
+            for (int r = 0; r < W; r++) ops_one_plus_exp_neg(e[r], pre[r], (size_t)np);
             for (int r = 0; r < W; r++)
                 for (int p = 0; p < PAIRS; p++) in[r][p] = pre[r][p] / (p < np ? e[r][p] : 1.0f);
             if (keep)
