@@ -7,6 +7,9 @@
 
 #include <math.h>
 #include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -82,6 +85,30 @@ static void row_stats(double *acc, const float *w, int i, int nk, int causal) {
     }
 }
 
+// The largest of s[lo..hi), -inf for none. A maximum has the same value
+// in any order (but for the sign of a zero, which e^(s - max) does not
+// see, and which of several NaNs, after which the row is NaN either way),
+// so this may take the vector lanes in any order: with AVX-512 sixteen
+// lanes and one reduction in registers; gcc's `omp simd` reduction goes
+// through a 16-float array on the stack, one scalar step per lane.
+static inline float run_max(const float *s, int lo, int hi) {
+#ifdef __AVX512F__
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    int j = lo;
+    for (; j + 16 <= hi; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + j));
+    if (j < hi) {
+        __mmask16 k = (__mmask16)((1u << (hi - j)) - 1);
+        m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, s + j));
+    }
+    return _mm512_reduce_max_ps(m);
+#else
+    float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+    for (int j = lo; j < hi; j++) mx = s[j] > mx ? s[j] : mx;
+    return mx;
+#endif
+}
+
 static void softmax_row(float *s, const attn_dims *d, const int *seg_b, int i, int nk, int n, float *stat) {
     int lo, hi;
     int general = visible_run(d, seg_b, i, nk, &lo, &hi);
@@ -99,8 +126,7 @@ static void softmax_row(float *s, const attn_dims *d, const int *seg_b, int i, i
         if (stat) stat[0] = mx, stat[1] = inv;
         return;
     }
-#pragma omp simd reduction(max : mx)
-    for (int j = lo; j < hi; j++) mx = s[j] > mx ? s[j] : mx;
+    mx = run_max(s, lo, hi);
 #pragma omp simd reduction(+ : sum)
     for (int j = lo; j < hi; j++) {
         s[j] = ops_expf(s[j] - mx);
