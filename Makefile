@@ -1,7 +1,26 @@
 # pelab — see README.md. `make run` and `make test` install what is missing
 # (Debian packages, via scripts/install-deps.sh), build and run.
 CC ?= gcc
-CFLAGS ?= -O2 -march=native -g
+# The instruction set the build targets: a fixed level of x86-64, the highest
+# the CPU running the build has (v4: AVX-512; v3: AVX2 and FMA), always tuned
+# as for znver3. Not -march=native: gcc's code for a loop (whether it is
+# vectorised, how wide, and with it the order of every sum a vector loop
+# makes) follows -march and -mtune, so -march=native builds on the Intel Xeon
+# and on the AMD EPYC computed other last bits in every encoding
+# (scripts/same-bits.sh: 0 of 42 identical). With a fixed target two CPUs of
+# one level compile the same code. znver3 is what gcc 12's -march=native
+# stands for on the EPYC, which made results/: this build gives those bits
+# (same-bits 42 of 42 against the EPYC's -march=native build; with the
+# default tuning, 31 of 42). Elsewhere (no AVX2, another architecture):
+# -march=native. `make ARCH=native` (or CFLAGS) chooses otherwise; the lab
+# keys its runs on what the flags stand for (docs/workflow.md).
+NATIVE_MACROS := $(shell $(CC) -march=native -dM -E - </dev/null 2>/dev/null)
+X86_64_V4 = __AVX512F__ __AVX512BW__ __AVX512CD__ __AVX512DQ__ __AVX512VL__ __AVX2__ __FMA__
+X86_64_V3 = __AVX2__ __FMA__ __BMI__ __BMI2__ __F16C__ __LZCNT__ __MOVBE__
+has_all = $(if $(strip $(filter-out $(NATIVE_MACROS),$(1))),,yes)
+ARCH ?= $(if $(call has_all,$(X86_64_V4) $(X86_64_V3)),x86-64-v4,$(if $(call has_all,$(X86_64_V3)),x86-64-v3,native))
+ARCH_FLAGS = -march=$(ARCH)$(if $(filter x86-64-v%,$(ARCH)), -mtune=znver3)
+CFLAGS ?= -O2 $(ARCH_FLAGS) -g
 # -fno-math-errno: nothing reads errno after a maths call, and with it GCC
 # keeps any loop that takes a square root scalar (the AdamW update); the
 # results are the same (sqrt is correctly rounded either way).

@@ -13,8 +13,9 @@
 #ifdef PELAB_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #endif
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#if defined(PELAB_ONEDNN) && defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
+#define BF16_CONVERT_INSN 1
 #endif
 
 #include "../core/common.h"
@@ -61,17 +62,32 @@ static inline uint16_t to_bf16(float f) {
     return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
+#ifdef BF16_CONVERT_INSN
+// A row in AVX512_BF16's VCVTNEPS2BF16: the same rounding as to_bf16, but a
+// subnormal input becomes zero. Compiled for that extension whatever the
+// build targets (the Makefile's x86-64 levels do not include it), and called
+// only where the CPU has it.
+__attribute__((target("avx512f,avx512bf16"))) static int row_bf16_insn(uint16_t *d, const float *x, int cols) {
+    int c = 0;
+    for (; c + 16 <= cols; c += 16)
+        _mm256_storeu_si256((__m256i *)(d + c), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + c)));
+    return c;
+}
+#endif
+
 // The rows x cols block of X (row stride ld) as dense bf16 (row stride cols).
-// Where the CPU converts in one instruction (AVX512_BF16's VCVTNEPS2BF16:
-// the same rounding, but a subnormal input becomes zero) the build uses it.
+// Where the CPU converts in one instruction (row_bf16_insn) it is used, as
+// -march=native builds on such a CPU did, so that bf16 runs keep their bits.
 static void pack_bf16(uint16_t *dst, const float *X, int rows, int cols, int ld) {
+#ifdef BF16_CONVERT_INSN
+    const int insn = __builtin_cpu_supports("avx512bf16");
+#endif
     for (int r = 0; r < rows; r++) {
         const float *x = X + (size_t)r * ld;
         uint16_t *d = dst + (size_t)r * cols;
         int c = 0;
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
-        for (; c + 16 <= cols; c += 16)
-            _mm256_storeu_si256((__m256i *)(d + c), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + c)));
+#ifdef BF16_CONVERT_INSN
+        if (insn) c = row_bf16_insn(d, x, cols);
 #endif
         for (; c < cols; c++) d[c] = to_bf16(x[c]);
     }
