@@ -16,10 +16,10 @@ CC ?= gcc
 # the environment does not (some set it to name a platform: x86_64, amd64).
 # The lab keys its runs on what the flags stand for (docs/workflow.md).
 NATIVE_MACROS := $(shell $(CC) -march=native -dM -E - </dev/null 2>/dev/null)
-X86_64_V4 = __AVX512F__ __AVX512BW__ __AVX512CD__ __AVX512DQ__ __AVX512VL__ __AVX2__ __FMA__
 X86_64_V3 = __AVX2__ __FMA__ __BMI__ __BMI2__ __F16C__ __LZCNT__ __MOVBE__
+X86_64_V4 = $(X86_64_V3) __AVX512F__ __AVX512BW__ __AVX512CD__ __AVX512DQ__ __AVX512VL__
 has_all = $(if $(strip $(filter-out $(NATIVE_MACROS),$(1))),,yes)
-ARCH = $(if $(call has_all,$(X86_64_V4) $(X86_64_V3)),x86-64-v4,$(if $(call has_all,$(X86_64_V3)),x86-64-v3,native))
+ARCH = $(if $(call has_all,$(X86_64_V4)),x86-64-v4,$(if $(call has_all,$(X86_64_V3)),x86-64-v3,native))
 ARCH_FLAGS = -march=$(ARCH)$(if $(filter x86-64-v%,$(ARCH)), -mtune=znver3)
 CFLAGS ?= -O2 $(ARCH_FLAGS) -g
 # -fno-math-errno: nothing reads errno after a maths call, and with it GCC
