@@ -207,9 +207,13 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
                 int nq = T - i0 < d->chunk ? T - i0 : d->chunk;
                 int nk = d->causal ? i0 + nq : T;
                 float *S = att ? att + (((size_t)b * NH + h) * T + i0) * T : mine;  // (nq, T)
-                gemm_sgemm(0, 1, nq, nk, hs, scale,
+                int raw = rel && rel->ops->score_forward_raw;  // the encoding scales q·kᵀ itself
+                gemm_sgemm(0, 1, nq, nk, hs, raw ? 1.0f : scale,
                             Q + (size_t)i0 * ld, ld, K, ld, 0.0f, S, T);
-                if (rel && rel->ops->score_forward)
+                if (raw)
+                    rel->ops->score_forward_raw(rel, d->params, d->layer, h, b, Q + (size_t)i0 * ld, K, ld,
+                                                i0, nq, nk, S, T, pos_b, scale);
+                else if (rel && rel->ops->score_forward)
                     rel->ops->score_forward(rel, d->params, d->layer, h, b, Q + (size_t)i0 * ld, K, ld,
                                             i0, nq, nk, S, T, pos_b);
                 for (int r = 0; r < nq; r++) softmax_row(S + (size_t)r * T, d, seg_b, i0 + r, nk, att ? T : nk, NULL);

@@ -5,6 +5,7 @@
 
 #include "../data/data.h"
 #include "../model/attn.h"
+#include "../model/gemm.h"
 #include "../eval/eval.h"
 #include "../eval/probe.h"
 #include "../model/ops.h"
@@ -527,6 +528,67 @@ static int test_cope_counts(void) {
     return fails;
 }
 
+// An encoding's raw-scores hook (score_forward_raw, what the blocks kernel
+// calls when there is one: CoPE's gates read attention's own q·kᵀ) against
+// its score_forward on the scaled product, on a whole block and on a block
+// of rows past the first: under OpenBLAS, which applies alpha to the
+// finished sum, the same bits; under another engine within 1e-6 of the
+// largest score (a product with alpha and alpha times the product differ
+// in the last bit).
+static int test_raw_score_hook(void) {
+    int fails = 0, T = 40;
+    for (int e = 0; e < pe_registry_count; e++) {
+        if (!pe_registry[e]->score_forward_raw) continue;
+        model_config cfg;
+        test_tiny_config(&cfg, pe_registry[e]->name, 1);
+        model_t m;
+        model_create(&m, &cfg);
+        test_randomise_weights(&m, 21);
+        int C = cfg.d_model, hs = C / cfg.heads;
+        float scale = 1.0f / sqrtf((float)hs);
+        rng_t r = {77};
+        float *q = malloc(sizeof(float) * T * C), *k = malloc(sizeof(float) * T * C);
+        float *s1 = calloc((size_t)T * T, sizeof(float)), *s2 = calloc((size_t)T * T, sizeof(float));
+        for (int x = 0; x < T * C; x++) q[x] = rng_normal(&r), k[x] = rng_normal(&r);
+        pe_t *pe = &m.pe[PE_REL];
+        const pe_batch bt = {NULL, 1, T, T, T, 0, 0};  // blocks of up to T rows
+        pe->ops->layer_begin(pe, m.params, 0, &bt);
+        char before[32], err[256];
+        snprintf(before, sizeof before, "%s", gemm_name());
+        for (int eng = 0; eng < gemm_engine_count; eng++) {
+            if (!gemm_use(gemm_engines[eng].name, err, sizeof err)) continue;
+            int exact = !strcmp(gemm_engines[eng].name, "openblas");
+            const int blocks[2][3] = {{0, T, T}, {16, 16, 32}};  // i0, rows, keys
+            for (int bl = 0; bl < 2; bl++) {
+                int i0 = blocks[bl][0], nq = blocks[bl][1], nk = blocks[bl][2];
+                const float *qb = q + (size_t)i0 * C;
+                gemm_sgemm(0, 1, nq, nk, hs, scale, qb, C, k, C, 0.0f, s1, T);
+                pe->ops->score_forward(pe, m.params, 0, 0, 0, qb, k, C, i0, nq, nk, s1, T, NULL);
+                gemm_sgemm(0, 1, nq, nk, hs, 1.0f, qb, C, k, C, 0.0f, s2, T);
+                pe->ops->score_forward_raw(pe, m.params, 0, 0, 0, qb, k, C, i0, nq, nk, s2, T, NULL, scale);
+                double worst = 0, big = 0;
+                int differ = 0;
+                for (int i = 0; i < nq; i++)
+                    for (int j = 0; j < nk; j++) {
+                        float a = s1[i * T + j], b = s2[i * T + j];
+                        differ += memcmp(&a, &b, sizeof a) != 0;
+                        worst = fmax(worst, fabs((double)a - b)), big = fmax(big, fabs((double)a));
+                    }
+                if (exact)
+                    EXPECT(!differ, "%s under %s, rows %d..%d: %d scores differ from score_forward's",
+                           pe_registry[e]->name, gemm_engines[eng].name, i0, i0 + nq - 1, differ);
+                else
+                    EXPECT(worst <= 1e-6 * big, "%s under %s, rows %d..%d: off by %g (largest score %g)",
+                           pe_registry[e]->name, gemm_engines[eng].name, i0, i0 + nq - 1, worst, big);
+            }
+        }
+        gemm_use(before, err, sizeof err);
+        free(q), free(k), free(s1), free(s2);
+        model_free(&m);
+    }
+    return fails;
+}
+
 // --rand-pos: the positions reach every encoding that reads them. Explicit
 // positions 0..T-1 give bit for bit the logits of no positions (so MAX = ctx,
 // whose only subset is the identity, is the plain run); a relative
@@ -872,6 +934,7 @@ const test_case prop_tests[] = {
     {"prop/distance_biases_kerple_sandwich", test_distance_biases},
     {"prop/rope_variants_limits_prope_xpos", test_rope_variants_limits},
     {"prop/cope_all_gates_open_counts_distance", test_cope_counts},
+    {"prop/raw_score_hook_is_score_forward", test_raw_score_hook},
     {"prop/rand_pos_positions_reach_the_encodings", test_rand_pos_positions},
 };
 const int n_prop_tests = sizeof prop_tests / sizeof prop_tests[0];

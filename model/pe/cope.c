@@ -156,33 +156,38 @@ static void cope_counts(const pe_t *pe, int i0, int nq, int nk, cope_bufs *w) {
         count_down(w->G + (size_t)r * T, w->p + (size_t)r * T, imin(i0 + r, nk - 1), 0, 0.0f);
 }
 
-// G = q·kᵀ (unscaled), gates into G, positions into p, z = q·Eᵀ.
-static void cope_positions(const pe_t *pe, const float *params, int layer, const float *q, const float *k, int ld,
-                           int i0, int nq, int nk, cope_bufs *b) {
+// The gates σ(q·k) into G from the unscaled q·kᵀ in qk (nq, ldqk; qk may be
+// G itself), positions into p, z = q·Eᵀ.
+static void cope_positions_from(const pe_t *pe, const float *params, int layer, const float *q, int ld, int i0, int nq,
+                                int nk, const float *qk, int ldqk, cope_bufs *b) {
     int T = ((const cope_state *)pe->state)->T, P = cope_P(pe), hs = cope_hs(pe);
     const float *E = params + pe->off[0] + (size_t)layer * (P + 1) * hs;
-    gemm_sgemm(0, 1, nq, nk, hs, 1.0f, q, ld, k, ld, 0.0f, b->G, T);
     gemm_sgemm(0, 1, nq, P + 1, hs, 1.0f, q, ld, E, hs, 0.0f, b->z, P + 1);
     for (int r = 0; r < nq; r++) {
         int i = i0 + r;
         float *g = b->G + (size_t)r * T;
         int n = (i < nk - 1 ? i : nk - 1) + 1;
-        ops_one_plus_exp_neg(g, g, (size_t)n);
+        ops_one_plus_exp_neg(g, qk + (size_t)r * ldqk, (size_t)n);
 #pragma omp simd
         for (int j = 0; j < n; j++) g[j] = 1.0f / g[j];
     }
     cope_counts(pe, i0, nq, nk, b);
 }
 
-static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
-                               int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
-    cope_bufs w = cope_block(pe, layer, h, b, i0);
-    int T = ((cope_state *)pe->state)->T, P = cope_P(pe);
-    float scale = 1.0f / sqrtf((float)cope_hs(pe));
-    cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
+// The same with G = q·kᵀ (unscaled) computed here first.
+static void cope_positions(const pe_t *pe, const float *params, int layer, const float *q, const float *k, int ld,
+                           int i0, int nq, int nk, cope_bufs *b) {
+    int T = ((const cope_state *)pe->state)->T;
+    gemm_sgemm(0, 1, nq, nk, cope_hs(pe), 1.0f, q, ld, k, ld, 0.0f, b->G, T);
+    cope_positions_from(pe, params, layer, q, ld, i0, nq, nk, b->G, T, b);
+}
+
+// s += q_i·e[p_ij] / sqrt(hs), interpolated, for the keys j ≤ i.
+static void cope_add_term(const pe_t *pe, const cope_bufs *w, int i0, int nq, int nk, float *s, int lds, float scale) {
+    int T = ((const cope_state *)pe->state)->T, P = cope_P(pe);
     for (int r = 0; r < nq; r++) {
         int i = i0 + r;
-        const float *p = w.p + (size_t)r * T, *z = w.z + (size_t)r * (P + 1);
+        const float *p = w->p + (size_t)r * T, *z = w->z + (size_t)r * (P + 1);
         float *row = s + (size_t)r * lds;
         for (int j = 0; j <= i && j < nk; j++) {
             float pc = p[j] < P ? p[j] : (float)P, f = floorf(pc), fr = pc - f;
@@ -190,6 +195,28 @@ static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, 
             row[j] += (z[lo] * (1.0f - fr) + z[hi] * fr) * scale;
         }
     }
+}
+
+static void cope_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
+                               int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
+    cope_bufs w = cope_block(pe, layer, h, b, i0);
+    cope_positions(pe, params, layer, q, k, ld, i0, nq, nk, &w);
+    cope_add_term(pe, &w, i0, nq, nk, s, lds, 1.0f / sqrtf((float)cope_hs(pe)));
+}
+
+// The blocks kernel's: the gates from attention's own q·kᵀ, which is then
+// scaled (the same gates as a product of CoPE's own: the same call).
+static void cope_score_forward_raw(pe_t *pe, const float *params, int layer, int h, int b, const float *q,
+                                   const float *k, int ld, int i0, int nq, int nk, float *s, int lds, const int *pos,
+                                   float scale) {
+    cope_bufs w = cope_block(pe, layer, h, b, i0);
+    cope_positions_from(pe, params, layer, q, ld, i0, nq, nk, s, lds, &w);
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (size_t)r * lds;
+#pragma omp simd
+        for (int j = 0; j < nk; j++) row[j] *= scale;
+    }
+    cope_add_term(pe, &w, i0, nq, nk, s, lds, scale);
 }
 
 // One row's walk over its keys in the backward pass: dz at ⌊p⌋ and ⌈p⌉
@@ -287,5 +314,6 @@ const pe_ops pe_cope_ops = {
     .kept_floats = cope_kept_floats,
     .layer_end = cope_layer_end,
     .score_forward = cope_score_forward,
+    .score_forward_raw = cope_score_forward_raw,
     .score_backward = cope_score_backward,
 };

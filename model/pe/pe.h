@@ -111,6 +111,14 @@ typedef struct pe_ops {
     void (*score_forward)(pe_t *pe, const float *params, int layer, int h, int b,
                           const float *q, const float *k, int ld,
                           int i0, int nq, int nk, float *s, int lds, const int *pos);
+    // Optional, what the blocks kernel calls instead of score_forward: s holds
+    // q·kᵀ unscaled, and leaves s = scale·s + bias. For an encoding that
+    // reads q·k itself (CoPE's gates), which takes it from there instead of a
+    // product of its own; scale·s is the bits of a product with alpha = scale
+    // where the engine applies alpha to the finished sum (OpenBLAS).
+    void (*score_forward_raw)(pe_t *pe, const float *params, int layer, int h, int b,
+                              const float *q, const float *k, int ld,
+                              int i0, int nq, int nk, float *s, int lds, const int *pos, float scale);
     // ds (nq, lds): gradient of the scaled scores; adds into dq, dk (same
     // layout as q, k) and the encoding's gradients.
     void (*score_backward)(pe_t *pe, const float *params, float *grads, int layer, int h, int b,
