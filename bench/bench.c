@@ -240,11 +240,11 @@ static int encodings_table(char *out, size_t cap) {
     int n = snprintf(out, cap, "\nEvery encoding at the reference shape, with each attention kernel, against NoPE with the "
                                "same kernel in %d pairs of turns, one encoding after another (a turn: %d steps, its fastest "
                                "counting; NoPE first in one pair, second in the next). \"vs none\" is the median of the "
-                               "pairs' speed ratios with its %.1f%% interval (the %d-th smallest and largest of the %d "
-                               "ratios); tokens/s each model's fastest step:\n\n"
+                               "pairs' speed ratios with its %.1f%% interval (the %d smallest and the %d largest of the %d "
+                               "ratios left out); tokens/s each model's fastest step:\n\n"
                                "| pe | blocks: tokens/s | vs none | fused: tokens/s | vs none | fused vs blocks |\n"
                                "|---|---|---|---|---|---|\n",
-                     ROUNDS, ST, 100.0 * cover, lo + 1, ROUNDS);
+                     ROUNDS, ST, 100.0 * cover, lo, lo, ROUNDS);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
     const int NM = 2 * NPE;  // model k: encoding k / 2, kernel k % 2 (0 blocks, 1 fused); none is encoding 0
