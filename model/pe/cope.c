@@ -189,9 +189,12 @@ static void cope_add_term(const pe_t *pe, const cope_bufs *w, int i0, int nq, in
         int i = i0 + r;
         const float *p = w->p + (size_t)r * T, *z = w->z + (size_t)r * (P + 1);
         float *row = s + (size_t)r * lds;
-        for (int j = 0; j <= i && j < nk; j++) {
-            float pc = p[j] < P ? p[j] : (float)P, f = floorf(pc), fr = pc - f;
-            int lo = (int)f, hi = lo < P ? lo + 1 : P;
+        int n = imin(i + 1, nk);
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            float pc = p[j] < P ? p[j] : (float)P;  // ≥ 0: ⌊pc⌋ is the conversion's truncation
+            int lo = (int)pc, hi = lo < P ? lo + 1 : P;
+            float fr = pc - (float)lo;
             row[j] += (z[lo] * (1.0f - fr) + z[hi] * fr) * scale;
         }
     }
