@@ -182,6 +182,16 @@ static void cope_positions(const pe_t *pe, const float *params, int layer, const
     cope_positions_from(pe, params, layer, q, ld, i0, nq, nk, b->G, T, b);
 }
 
+// A count p clipped at P: its neighbours ⌊p⌋ = *lo and ⌈p⌉ = *hi (both P
+// where clipped) and the weight of *hi. p ≥ 0 (a sum of gates), so ⌊p⌋ is
+// the conversion's truncation: the value floorf gives, in a form gcc
+// vectorises (it leaves floorf scalar while floating-point traps are kept).
+static inline float cope_split(float p, int P, int *lo, int *hi) {
+    float pc = p < P ? p : (float)P;
+    *lo = (int)pc, *hi = *lo < P ? *lo + 1 : P;
+    return pc - (float)*lo;
+}
+
 // s += q_i·e[p_ij] / sqrt(hs), interpolated, for the keys j ≤ i.
 static void cope_add_term(const pe_t *pe, const cope_bufs *w, int i0, int nq, int nk, float *s, int lds, float scale) {
     int T = ((const cope_state *)pe->state)->T, P = cope_P(pe);
@@ -192,9 +202,8 @@ static void cope_add_term(const pe_t *pe, const cope_bufs *w, int i0, int nq, in
         int n = imin(i + 1, nk);
 #pragma omp simd
         for (int j = 0; j < n; j++) {
-            float pc = p[j] < P ? p[j] : (float)P;  // ≥ 0: ⌊pc⌋ is the conversion's truncation
-            int lo = (int)pc, hi = lo < P ? lo + 1 : P;
-            float fr = pc - (float)lo;
+            int lo, hi;
+            float fr = cope_split(p[j], P, &lo, &hi);
             row[j] += (z[lo] * (1.0f - fr) + z[hi] * fr) * scale;
         }
     }
@@ -242,8 +251,8 @@ static cope_grad_row cope_grad_begin(const cope_bufs *w, const float *ds, int ld
 // (inlined whole, so that two rows' walks keep their state in registers)
 static inline __attribute__((always_inline)) void cope_grad_step(cope_grad_row *w, int j, int P, float scale) {
     float pj = w->p[j], dj = w->d[j];
-    float pc = pj < P ? pj : (float)P, f = floorf(pc), fr = pc - f;
-    int lo = (int)f, hi = lo < P ? lo + 1 : P;
+    int lo, hi;
+    float fr = cope_split(pj, P, &lo, &hi);
     w->dz[lo] += dj * (1.0f - fr) * scale;
     w->dz[hi] += dj * fr * scale;
     float dp = pj < P ? dj * scale * (w->z[hi] - w->z[lo]) : 0.0f;
