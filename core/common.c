@@ -34,21 +34,35 @@ void put_printable(FILE *f, const char *s) {
     }
 }
 
+// "train: MESSAGE\n", escaped, in one write where memory allows: stderr is
+// unbuffered, and written piece by piece the lines of processes sharing it
+// (mpirun's ranks, a pipeline) interleave within a line.
 static void vreport(const char *fmt, va_list ap) {
     va_list again;
     va_copy(again, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
     char small[1024], *buf = n >= 0 && (size_t)n < sizeof small ? small : malloc(n > 0 ? (size_t)n + 1 : 1);
-    fputs("train: ", stderr);
+    char *line = NULL;
+    size_t len = 0;
+    FILE *out = buf ? open_memstream(&line, &len) : NULL;
+    if (!out) out = stderr;
+    fputs("train: ", out);
     if (buf) {
         vsnprintf(buf, n > 0 ? (size_t)n + 1 : 1, fmt, again);
-        put_printable(stderr, buf);
+        put_printable(out, buf);
         if (buf != small) free(buf);
     } else {
-        vfprintf(stderr, fmt, again);  // no memory for a copy: the message unescaped rather than none
+        vfprintf(out, fmt, again);  // no memory for a copy: the message unescaped rather than none
     }
     va_end(again);
-    fputc('\n', stderr);
+    fputc('\n', out);
+    if (out != stderr) {
+        if (fclose(out) == 0)
+            fwrite(line, 1, len, stderr);
+        else
+            fputs("train: (no memory to write the message)\n", stderr);
+        free(line);
+    }
 }
 
 void warn_msg(const char *fmt, ...) {
