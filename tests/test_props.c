@@ -639,6 +639,42 @@ static int test_rand_pos_positions(void) {
     return fails;
 }
 
+// FIRE's backward pass from what its forward pass kept gives bit for bit the
+// gradient of the backward pass that computes the MLP again (the path past
+// pe_fire_keep_bytes): T = 50 rows of 1 to 50 pairs, groups of 16 and their
+// remainders.
+static int test_fire_kept_pass(void) {
+    int fails = 0, T = 50;
+    model_config cfg;
+    test_tiny_config(&cfg, "fire", 1);
+    model_t m;
+    model_create(&m, &cfg);
+    test_randomise_weights(&m, 31);
+    int tok[50], tgt[50], seg[50];
+    test_random_batch(1, T, cfg.vocab, 1, 32, tok, tgt, seg);
+    size_t n = m.tab.total, saved = pe_fire_keep_bytes;
+    float *grads[2];
+    for (int run = 0; run < 2; run++) {
+        pe_fire_keep_bytes = run ? 0 : saved;
+        model_acts a;
+        model_acts_alloc(&a, &m, 1, T, 1);
+        model_zero_grad(&m);
+        model_forward(&m, &a, tok, tgt, seg);
+        model_backward(&m, &a, tok, tgt, seg);
+        grads[run] = malloc(sizeof(float) * n);
+        memcpy(grads[run], m.grads, sizeof(float) * n);
+        model_acts_free(&a);
+    }
+    pe_fire_keep_bytes = saved;
+    int differ = 0, nonzero = 0;
+    for (size_t x = 0; x < n; x++) differ += memcmp(&grads[0][x], &grads[1][x], sizeof(float)) != 0, nonzero += grads[0][x] != 0;
+    EXPECT(!differ, "%d of %zu gradients differ between the kept and the recomputed MLP passes", differ, n);
+    EXPECT(nonzero > 0, "no gradient at all");
+    free(grads[0]), free(grads[1]);
+    model_free(&m);
+    return fails;
+}
+
 // Logits of two models with the same weights on the same tokens.
 static float logits_diff(const char *pe_a, const char *opt_a, double val_a, const char *pe_b, const char *opt_b,
                          double val_b) {
@@ -936,5 +972,6 @@ const test_case prop_tests[] = {
     {"prop/cope_all_gates_open_counts_distance", test_cope_counts},
     {"prop/raw_score_hook_is_score_forward", test_raw_score_hook},
     {"prop/rand_pos_positions_reach_the_encodings", test_rand_pos_positions},
+    {"prop/fire_kept_pass_is_the_recomputed_pass", test_fire_kept_pass},
 };
 const int n_prop_tests = sizeof prop_tests / sizeof prop_tests[0];

@@ -23,9 +23,10 @@ typedef struct {
     float *bias;  // (nseq, H, T, T): b_h(i, j), 0 above the diagonal
     float *grad;  // (nseq, H, T, T): ∂loss/∂b_h(i, j)
     // In training, what each pair's MLP pass leaves for the backward pass (its
-    // exponentials: the bulk of FIRE's cost), per layer, when it fits in
-    // FIRE_KEEP_BYTES: (layers, nseq, T(T+1)/2 pairs, kept floats); kept[l]
-    // says layer l's is current. The bits are the same with or without.
+    // activations and SiLU′: exponentials and divisions, the bulk of FIRE's
+    // cost), per layer, when it fits in pe_fire_keep_bytes: (layers, nseq,
+    // T(T+1)/2 pairs, kept floats); kept[l] says layer l's is current. The
+    // bits are the same with or without.
     float *keep;
     size_t keep_floats;
     int *kept;
@@ -33,9 +34,7 @@ typedef struct {
     int npsi;
 } fire_state;
 
-// The most the kept passes may take; past it (long contexts, --rand-pos's
-// table per sequence) the backward pass computes them again.
-#define FIRE_KEEP_BYTES ((size_t)256 << 20)
+size_t pe_fire_keep_bytes = (size_t)256 << 20;
 
 static pe_mlp fire_shape(const pe_t *pe) { return (pe_mlp){.slot = 0, .depth = 1, .out = pe->cfg->heads}; }
 
@@ -65,22 +64,23 @@ static void fire_size(fire_state *st, int nseq, int H, int T) {
     st->T = T, st->nseq = nseq;
 }
 
-// Floats kept per pair, and where pair (i, j ≤ i) of sequence s, layer l begins.
+// Floats kept per pair, and where row i of sequence s, layer l begins (its
+// i + 1 pairs' in the MLP's own layout).
 static size_t fire_kept_per_pair(const pe_t *pe) {
     pe_mlp m = fire_shape(pe);
     return pe_mlp_kept_floats(&m);
 }
 
-static size_t fire_keep_at(const pe_t *pe, const fire_state *st, int layer, int s, int i, int j) {
+static size_t fire_keep_at(const pe_t *pe, const fire_state *st, int layer, int s, int i) {
     size_t pairs = (size_t)st->T * (st->T + 1) / 2;
-    return (((size_t)layer * st->nseq + s) * pairs + (size_t)i * (i + 1) / 2 + j) * fire_kept_per_pair(pe);
+    return (((size_t)layer * st->nseq + s) * pairs + (size_t)i * (i + 1) / 2) * fire_kept_per_pair(pe);
 }
 
 // The kept passes for a training step, when they fit: 1 when layer's are kept.
 static int fire_keep_ready(pe_t *pe, fire_state *st, int layer, const pe_batch *bt) {
     if (!bt->training) return 0;
     size_t n = (size_t)pe->cfg->layers * st->nseq * ((size_t)st->T * (st->T + 1) / 2) * fire_kept_per_pair(pe);
-    if (n * sizeof(float) > FIRE_KEEP_BYTES) return 0;
+    if (n * sizeof(float) > pe_fire_keep_bytes) return 0;
     if (st->keep_floats != n) {
         free(st->keep), free(st->kept);
         st->keep = xmalloc(sizeof(float) * n);
@@ -93,7 +93,7 @@ static int fire_keep_ready(pe_t *pe, fire_state *st, int layer, const pe_batch *
 
 static size_t fire_table_floats(const pe_t *pe, int T, int chunk) {
     size_t keep = (size_t)pe->cfg->layers * ((size_t)T * (T + 1) / 2) * fire_kept_per_pair(pe);
-    return 2 * (size_t)pe->cfg->heads * T * T + (keep * sizeof(float) <= FIRE_KEEP_BYTES ? keep : 0);
+    return 2 * (size_t)pe->cfg->heads * T * T + (keep * sizeof(float) <= pe_fire_keep_bytes ? keep : 0);
 }
 
 // c and L of a layer.
@@ -136,7 +136,7 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, const pe_
         float *b = st->bias + (size_t)s * H * TT + (size_t)i * T, *x = xmalloc(sizeof(float) * (i + 1)),
               *out = xmalloc(sizeof(float) * (i + 1) * H);
         double den = log(c * (L > pi ? L : pi) + 1.0);
-        float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i, 0) : NULL;
+        float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i) : NULL;
         for (int j = 0; j <= i; j++) x[j] = (float)(psi[pi - fire_pos(bt, s, j)] / den);
         pe_mlp_forward_many(&m, pe, params, layer, i + 1, x, out, kept);
         for (int j = 0; j <= i; j++)
@@ -192,11 +192,14 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
     double *gcl = xcalloc(2 * (size_t)nblk, sizeof(double));
     int keep = st->kept && st->kept[layer];  // this step's forward pass kept its exponentials
     if (keep) st->kept[layer] = 0;
-    size_t per = fire_kept_per_pair(pe);
     const double *psi = fire_psi(st, c, bt->span);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int blk = 0; blk < nblk; blk++) {
-        float dout[H], *local = share + (size_t)blk * nf;
+        float *local = share + (size_t)blk * nf;
+        // A row's inputs, output gradients, which of them are not all zero
+        // (the others add nothing and are skipped) and ∂/∂x.
+        float *x = xmalloc(sizeof(float) * T), *dout = xmalloc(sizeof(float) * T * H), *dx = xmalloc(sizeof(float) * T);
+        unsigned char *on = xmalloc((size_t)T);
         double gc = 0, gl = 0;
         int hi = (blk + 1) * FIRE_ROWS < nrows ? (blk + 1) * FIRE_ROWS : nrows;
         for (int row = blk * FIRE_ROWS; row < hi; row++) {
@@ -204,18 +207,28 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
             const float *g = st->grad + (size_t)s * H * TT + (size_t)i * T;
             double M = L > pi ? L : pi, D = log(c * M + 1.0);
             for (int j = 0; j <= i; j++) {
+                float *o = dout + (size_t)j * H;
                 int any = 0;
-                for (int h = 0; h < H; h++) dout[h] = g[h * TT + j], any |= dout[h] != 0.0f;
-                if (!any) continue;
+                for (int h = 0; h < H; h++) o[h] = g[h * TT + j], any |= o[h] != 0.0f;
+                on[j] = (unsigned char)any;
+                x[j] = (float)(psi[pi - fire_pos(bt, s, j)] / D);
+            }
+            if (keep)
+                pe_mlp_backward_kept(&m, pe, params, layer, i + 1, x, dout, on,
+                                     st->keep + fire_keep_at(pe, st, layer, s, i), local, dx);
+            else
+                for (int j = 0; j <= i; j++)
+                    if (on[j]) dx[j] = pe_mlp_backward_local(&m, pe, params, layer, x[j], dout + (size_t)j * H, local);
+            for (int j = 0; j <= i; j++) {
+                if (!on[j]) continue;
                 int nj = pi - fire_pos(bt, s, j);
                 double n = nj, A = psi[nj];
-                const float *kept = keep ? st->keep + fire_keep_at(pe, st, layer, s, i, 0) + (size_t)j * per : NULL;
-                double dx = pe_mlp_backward_local(&m, pe, params, layer, (float)(A / D), dout, local, kept);
-                gc += dx * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
-                if (L > pi) gl += dx * (-A * (c / (c * L + 1.0)) / (D * D));
+                gc += dx[j] * ((n / (c * n + 1.0)) / D - A * (M / (c * M + 1.0)) / (D * D));
+                if (L > pi) gl += dx[j] * (-A * (c / (c * L + 1.0)) / (D * D));
             }
         }
         gcl[2 * blk] = gc, gcl[2 * blk + 1] = gl;
+        free(x), free(dout), free(dx), free(on);
     }
     double gc = 0, gl = 0;
     for (int blk = 0; blk < nblk; blk++) {

@@ -69,20 +69,13 @@ typedef struct {
     float pre[2][W], act[2][W], sig[2][W];
 } mlp_trace;
 
-// SiLU of hidden layer k from its pre-activations and e = 1 + exp(−pre):
-// act = pre·σ(pre) = pre/e, σ = 1/e. The same operations whether e was just
-// computed or kept from an earlier pass, so the bits are the same.
-static void silu_from(mlp_trace *tr, int k, const float *e) {
-    for (int r = 0; r < W; r++) {
-        tr->act[k][r] = tr->pre[k][r] / e[r];
-        tr->sig[k][r] = 1.0f / e[r];
-    }
-}
+// SiLU′ at pre-activation v from σ = σ(v): σ·(1 + v·(1 − σ)), the multiply-add
+// fused in so many words, so that the backward pass and the forward pass that
+// keeps it for later (where fusing is switched off, LIKE_RUN) agree.
+static inline float silu_slope(float sig, float v) { return sig * fmaf(v, 1.0f - sig, 1.0f); }
 
-// keep, when not NULL, receives each hidden layer's pre-activations and e
-// (pe_mlp_kept_floats floats), all the backward pass needs to rebuild the trace.
 static void run(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, mlp_trace *tr,
-                float *out, float *keep) {
+                float *out) {
     const float *in = &x;
     for (int k = 0; k <= mlp->depth; k++) {
         int rows, cols;
@@ -96,12 +89,11 @@ static void run(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy
             dst[r] = s;
         }
         if (k == mlp->depth) break;
-        float e[W];
+        float e[W];  // SiLU from e = 1 + exp(−pre): act = pre·σ(pre) = pre/e, σ = 1/e
         ops_one_plus_exp_neg(e, tr->pre[k], W);
-        silu_from(tr, k, e);
-        if (keep) {
-            memcpy(keep + 2 * k * W, tr->pre[k], sizeof(float) * W);
-            memcpy(keep + (2 * k + 1) * W, e, sizeof(float) * W);
+        for (int r = 0; r < W; r++) {
+            tr->act[k][r] = tr->pre[k][r] / e[r];
+            tr->sig[k][r] = 1.0f / e[r];
         }
         in = tr->act[k];
     }
@@ -111,7 +103,7 @@ size_t pe_mlp_kept_floats(const pe_mlp *mlp) { return 2 * (size_t)mlp->depth * W
 
 void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, float *out) {
     mlp_trace tr;
-    run(mlp, pe, params, copy, x, &tr, out, NULL);
+    run(mlp, pe, params, copy, x, &tr, out);
 }
 
 // n inputs at once, PAIRS at a time with the input as the innermost index:
@@ -120,6 +112,14 @@ void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int 
 // turns into vector instructions (the exponentials through ops_expf_exact:
 // expf's bits, eight at a time).
 enum { PAIRS = 16 };
+
+// np ≤ PAIRS floats; a whole group's as one fixed-size copy.
+static inline void copy_group(float *dst, const float *src, int np) {
+    if (np == PAIRS)
+        memcpy(dst, src, sizeof(float) * PAIRS);
+    else
+        memcpy(dst, src, sizeof(float) * (size_t)np);
+}
 
 // Whether a multiply and the add into a running sum become one fused
 // multiply-add is the compiler's choice, and it must be the same here as in
@@ -159,29 +159,24 @@ LIKE_RUN void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float
             for (int r = 0; r < W; r++) ops_one_plus_exp_neg(e[r], pre[r], (size_t)np);
             for (int r = 0; r < W; r++)
                 for (int p = 0; p < PAIRS; p++) in[r][p] = pre[r][p] / (p < np ? e[r][p] : 1.0f);
-            if (keep)
-                for (int p = 0; p < np; p++) {
-                    float *kp = keep + (size_t)(j0 + p) * kf;
-                    for (int r = 0; r < W; r++) kp[2 * k * W + r] = pre[r][p], kp[(2 * k + 1) * W + r] = e[r][p];
+            if (keep)  // the activations and SiLU′ as backward() computes them, the group's np inputs innermost
+                for (int r = 0; r < W; r++) {
+                    float *kg = keep + (size_t)j0 * kf + (size_t)2 * k * W * np, slope[PAIRS];
+#pragma omp simd
+                    for (int p = 0; p < PAIRS; p++) slope[p] = silu_slope(1.0f / (p < np ? e[r][p] : 1.0f), pre[r][p]);
+                    copy_group(kg + (size_t)r * np, in[r], np);
+                    copy_group(kg + (size_t)(W + r) * np, slope, np);
                 }
         }
     }
 }
 
-// dw[k], db[k]: where layer k's gradients go. kept: what pe_mlp_forward_many
-// kept of this x, or NULL to run the forward pass again.
+// dw[k], db[k]: where layer k's gradients go.
 static float backward(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x, const float *dout,
-                      float *dw[3], float *db[3], const float *kept) {
+                      float *dw[3], float *db[3]) {
     mlp_trace tr;
     float out[mlp->out], d[W], din[W];
-    if (kept) {
-        for (int k = 0; k < mlp->depth; k++) {
-            memcpy(tr.pre[k], kept + 2 * k * W, sizeof(float) * W);
-            silu_from(&tr, k, kept + (2 * k + 1) * W);
-        }
-    } else {
-        run(mlp, pe, params, copy, x, &tr, out, NULL);
-    }
+    run(mlp, pe, params, copy, x, &tr, out);
     memcpy(d, dout, sizeof(float) * mlp->out);
     for (int k = mlp->depth; k >= 0; k--) {
         int rows, cols;
@@ -217,10 +212,7 @@ static float backward(const pe_mlp *mlp, const pe_t *pe, const float *params, in
             }
         }
         if (k == 0) return din[0];
-        for (int c = 0; c < W; c++) {  // SiLU′(x) = σ(x)·(1 + x·(1 − σ(x)))
-            float s = tr.sig[k - 1][c], p = tr.pre[k - 1][c];
-            d[c] = din[c] * (s * (1.0f + p * (1.0f - s)));
-        }
+        for (int c = 0; c < W; c++) d[c] = din[c] * silu_slope(tr.sig[k - 1][c], tr.pre[k - 1][c]);
     }
     return 0.0f;
 }
@@ -229,14 +221,94 @@ float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, fl
                       const float *dout) {
     float *dw[3], *db[3];
     for (int k = 0; k <= mlp->depth; k++) layer_ptrs(mlp, pe, grads, copy, k, &dw[k], &db[k]);
-    return backward(mlp, pe, params, copy, x, dout, dw, db, NULL);
+    return backward(mlp, pe, params, copy, x, dout, dw, db);
 }
 
 float pe_mlp_backward_local(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x,
-                            const float *dout, float *local, const float *kept) {
+                            const float *dout, float *local) {
     float *dw[3], *db[3];
     for (int k = 0; k <= mlp->depth; k++) local_ptrs(mlp, local, k, &dw[k], &db[k]);
-    return backward(mlp, pe, params, copy, x, dout, dw, db, kept);
+    return backward(mlp, pe, params, copy, x, dout, dw, db);
+}
+
+// The backward passes of n inputs from what pe_mlp_forward_many kept of
+// them (keep, the same n): dx[p] = ∂/∂x[p] and the weights' gradients added
+// to local input after input, for the inputs whose active[p] is set (the
+// others are skipped: dx[p] is left alone). PAIRS side by side, each input's
+// operations in the order backward() does them: the same bits as
+// pe_mlp_backward_local of each active input in turn, without backward()'s
+// chain of dependent multiply-adds per input (the first layer's ∂/∂x)
+// waiting on itself.
+void pe_mlp_backward_kept(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
+                          const float *dout, const unsigned char *active, const float *keep, float *local, float *dx) {
+    size_t kf = pe_mlp_kept_floats(mlp);
+    for (int j0 = 0; j0 < n; j0 += PAIRS) {
+        int np = n - j0 < PAIRS ? n - j0 : PAIRS;
+        const unsigned char *on = active + j0;
+        // Hidden layer k's activations (input by input) and SiLU′ (inputs innermost); past np zeros, never added.
+        float act[2][PAIRS][W], slope[2][W][PAIRS], d[W][PAIRS], din[W][PAIRS];
+        memset(act, 0, sizeof act), memset(slope, 0, sizeof slope);
+        for (int k = 0; k < mlp->depth; k++) {
+            const float *kg = keep + (size_t)j0 * kf + (size_t)2 * k * W * np;
+            for (int p = 0; p < np; p++)
+#pragma omp simd
+                for (int c = 0; c < W; c++) act[k][p][c] = kg[(size_t)c * np + p];
+            for (int c = 0; c < W; c++) copy_group(slope[k][c], kg + (size_t)(W + c) * np, np);
+        }
+        for (int r = 0; r < mlp->out; r++)
+            for (int p = 0; p < PAIRS; p++) d[r][p] = p < np && on[p] ? dout[(size_t)(j0 + p) * mlp->out + r] : 0.0f;
+        for (int k = mlp->depth; k >= 0; k--) {
+            int rows, cols;
+            float *w, *b, *dw, *db;
+            shape(mlp, k, &rows, &cols);
+            layer_ptrs(mlp, pe, params, copy, k, &w, &b);
+            local_ptrs(mlp, local, k, &dw, &db);
+            if (k == 0) {  // one input: the weights' gradients input after input, ∂/∂x's chains side by side
+                float gw[W], gb[W];  // summed over the group where they stay
+                memcpy(gw, dw, sizeof gw), memcpy(gb, db, sizeof gb);
+                for (int p = 0; p < np; p++) {
+                    if (!on[p]) continue;
+                    float xp = x[j0 + p];
+#pragma omp simd
+                    for (int r = 0; r < W; r++) {
+                        gb[r] += d[r][p];
+                        gw[r] = fmaf(d[r][p], xp, gw[r]);
+                    }
+                }
+                memcpy(dw, gw, sizeof gw), memcpy(db, gb, sizeof gb);
+                float sum[PAIRS] = {0};
+                for (int r = 0; r < rows; r++)
+#pragma omp simd
+                    for (int p = 0; p < PAIRS; p++) sum[p] = fmaf(d[r][p], w[r], sum[p]);
+                for (int p = 0; p < np; p++)
+                    if (on[p]) dx[j0 + p] = sum[p];
+                break;
+            }
+            for (int r = 0; r < rows; r++) {  // row r's gradients summed over the group where they stay
+                float acc[W], bias = db[r];
+                memcpy(acc, dw + (size_t)r * cols, sizeof acc);
+                for (int p = 0; p < np; p++) {
+                    if (!on[p]) continue;
+                    float dr = d[r][p];
+                    bias += dr;
+#pragma omp simd
+                    for (int c = 0; c < W; c++) acc[c] += dr * act[k - 1][p][c];
+                }
+                memcpy(dw + (size_t)r * cols, acc, sizeof acc);
+                db[r] = bias;
+            }
+            memset(din, 0, sizeof din);
+            for (int r = 0; r < rows; r++)
+                for (int c = 0; c < cols; c++) {
+                    float wc = w[r * cols + c];
+#pragma omp simd
+                    for (int p = 0; p < PAIRS; p++) din[c][p] += d[r][p] * wc;
+                }
+            for (int c = 0; c < W; c++)
+#pragma omp simd
+                for (int p = 0; p < PAIRS; p++) d[c][p] = din[c][p] * slope[k - 1][c][p];
+        }
+    }
 }
 
 void pe_mlp_add(const pe_mlp *mlp, const pe_t *pe, float *grads, int copy, const float *local) {

@@ -24,21 +24,28 @@ void pe_mlp_forward(const pe_mlp *mlp, const pe_t *pe, const float *params, int 
 float pe_mlp_backward(const pe_mlp *mlp, const pe_t *pe, const float *params, float *grads, int copy, float x,
                       const float *dout);
 
-// What a forward pass keeps for the backward pass (its exponentials), per input.
+// What a forward pass keeps for the backward pass (each hidden unit's
+// activation and SiLU′), per input.
 size_t pe_mlp_kept_floats(const pe_mlp *mlp);
 // The forward pass of n inputs x[0..n): out (n × out) and, when keep is not
-// NULL, what each keeps (pe_mlp_kept_floats floats), one after the other.
+// NULL, what the backward pass needs of them (n·pe_mlp_kept_floats floats,
+// laid out as pe_mlp_backward_kept reads them).
 // The same bits as pe_mlp_forward of each.
 void pe_mlp_forward_many(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
                          float *out, float *keep);
 
 // The same into a compact buffer of pe_mlp_floats(mlp) floats (the gradient
 // of one copy), so that threads can each sum their own share; pe_mlp_add
-// then adds such a buffer to the gradient of copy. kept: what
-// pe_mlp_forward_many kept for this x (the same bits as without), or NULL.
+// then adds such a buffer to the gradient of copy.
 size_t pe_mlp_floats(const pe_mlp *mlp);
 float pe_mlp_backward_local(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, float x,
-                            const float *dout, float *local, const float *kept);
+                            const float *dout, float *local);
+// The same for n inputs at once from what pe_mlp_forward_many kept of them
+// (its keep for the same n inputs; dout n × out), the inputs whose active[p]
+// is set one after the other (dx[p] = ∂/∂x[p]; the others are skipped): the
+// same bits as pe_mlp_backward_local of each in turn.
+void pe_mlp_backward_kept(const pe_mlp *mlp, const pe_t *pe, const float *params, int copy, int n, const float *x,
+                          const float *dout, const unsigned char *active, const float *keep, float *local, float *dx);
 void pe_mlp_add(const pe_mlp *mlp, const pe_t *pe, float *grads, int copy, const float *local);
 
 #endif

@@ -143,6 +143,12 @@ struct pe {
     void *state;     // the encoding's private data
 };
 
+// The most FIRE keeps of its forward pass for the backward pass of a
+// training step (256 MiB); past it (long contexts, --rand-pos's table per
+// sequence) the backward pass computes them again, with the same bits. A
+// test lowers it to compare the two.
+extern size_t pe_fire_keep_bytes;
+
 // The registry (model/pe/registry.c): every encoding, in a fixed order.
 extern const pe_ops *const pe_registry[];
 extern const int pe_registry_count;
