@@ -245,9 +245,11 @@ void pe_mlp_backward_kept(const pe_mlp *mlp, const pe_t *pe, const float *params
     for (int j0 = 0; j0 < n; j0 += PAIRS) {
         int np = n - j0 < PAIRS ? n - j0 : PAIRS;
         const unsigned char *on = active + j0;
-        // Hidden layer k's activations (input by input) and SiLU′ (inputs innermost); past np zeros, never added.
+        // Hidden layer k's activations (input by input; only the np read) and
+        // SiLU′ (inputs innermost; past np zeros, whose lanes are never added
+        // anywhere: zeroed only in a row's last, partial group).
         float act[2][PAIRS][W], slope[2][W][PAIRS], d[W][PAIRS], din[W][PAIRS];
-        memset(act, 0, sizeof act), memset(slope, 0, sizeof slope);
+        if (np < PAIRS) memset(slope, 0, sizeof slope);
         for (int k = 0; k < mlp->depth; k++) {
             const float *kg = keep + (size_t)j0 * kf + (size_t)2 * k * W * np;
             for (int p = 0; p < np; p++)
