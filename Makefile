@@ -25,7 +25,16 @@ CFLAGS ?= -O2 $(ARCH_FLAGS) -g
 # -fno-math-errno: nothing reads errno after a maths call, and with it GCC
 # keeps any loop that takes a square root scalar (the AdamW update); the
 # results are the same (sqrt is correctly rounded either way).
-CFLAGS += -fno-math-errno -fopenmp-simd -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas
+# -fno-trapping-math: nothing enables floating-point traps, and without it GCC
+# may not compute both sides of a choice in a loop (one side "could trap"), so
+# on x86-64-v3 (no AVX-512 masks) it left GELU, the softmax and every
+# ops_expf loop (whose clamps it splits into branches) scalar: 18% of a step's
+# samples on a Zen 2 EPYC. Each operation, and each multiply-add GCC fuses,
+# is unchanged; on v4 the same loops vectorise, as wide, with the same fused
+# multiply-adds in every function, so its results keep their bits. A v3
+# build computes other last bits than before (scripts/same-bits.sh 0 of 42):
+# the softmax's sum, an `omp simd` reduction, now runs 8 lanes wide.
+CFLAGS += -fno-math-errno -fno-trapping-math -fopenmp-simd -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas
 LDLIBS = -lm
 
 PKGS = openblas stb zlib
