@@ -99,7 +99,7 @@ check-deps:
 deps:
 	scripts/install-deps.sh
 
-train: $(LIB_SRC) train.c $(HEADERS) build/commit.h | check-deps
+train: $(LIB_SRC) train.c $(HEADERS) build/commit.h build/flags | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
 
 # The commit ./train is built from (git describe; "-dirty" with uncommitted
@@ -110,14 +110,21 @@ build/commit.h: FORCE
 	line="#define PELAB_COMMIT \"$$c\""; [ "$$(cat $@ 2>/dev/null)" = "$$line" ] || echo "$$line" > $@
 FORCE:
 
-train-mpi: $(LIB_SRC) train.c $(HEADERS) build/commit.h | check-deps
+# The compiler and its flags, the same way: a change of them (SAN=1, ARCH=,
+# NO_OMP=1, a new flag in this file) rebuilds the programs; `make` alone
+# after `make SAN=1` does not reuse the sanitizer's build.
+build/flags: FORCE
+	@mkdir -p build; line='$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)'; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$line" ] || echo "$$line" > $@
+
+train-mpi: $(LIB_SRC) train.c $(HEADERS) build/commit.h build/flags | check-deps
 	@command -v $(MPICC) >/dev/null || { echo "no $(MPICC): install OpenMPI with  scripts/install-deps.sh --mpi"; exit 1; }
 	$(MPICC) $(CFLAGS) -DPELAB_MPI $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
 
-tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h | check-deps
+tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h build/flags | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
 
-bench-pelab: $(LIB_SRC) bench/bench.c $(HEADERS) | check-deps
+bench-pelab: $(LIB_SRC) bench/bench.c $(HEADERS) build/flags | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench.c $(LIB_SRC) $(LDLIBS)
 
 bench: deps
@@ -203,4 +210,4 @@ test: deps
 	./tests/test_pelab
 
 clean:
-	rm -f train train-mpi tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli build/commit.h
+	rm -f train train-mpi tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli build/commit.h build/flags
