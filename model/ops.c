@@ -13,7 +13,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -271,7 +271,8 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
     }
 }
 
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#define EXPF_EXACT8 1
 // glibc's expf: x·32/ln2 = k + r with k an integer (rounded to nearest by
 // adding 1.5·2^52) and |r| <= 1/2, in double precision; then
 // e^x = 2^(k/32) · 2^(r/32), 2^(k/32) from a table of 2^(i/32), i = k mod 32,
@@ -293,6 +294,7 @@ static const uint64_t exp2_32nds[32] = {
 
 // Eight lanes; lanes whose |x| is 88 or more (or NaN) are left to expf,
 // which handles overflow, underflow and the special values.
+#ifdef __AVX512F__
 static void expf_exact8(float *y, const float *x) {
     const __m512d inv_ln2_32 = _mm512_set1_pd(0x1.71547652b82fep+5), shift = _mm512_set1_pd(0x1.8p+52);
     const __m512d c0 = _mm512_set1_pd(0x1.c6af84b912394p-20), c1 = _mm512_set1_pd(0x1.ebfce50fac4f3p-13),
@@ -322,11 +324,43 @@ static void expf_exact8(float *y, const float *x) {
         for (int l = 0; l < 8; l++)
             if (big >> l & 1) y[l] = expf(xs[l]);
 }
+#else
+// The same operations on AVX2: two halves of four doubles, the table read
+// with a gather.
+static void expf_exact8(float *y, const float *x) {
+    const __m256d inv_ln2_32 = _mm256_set1_pd(0x1.71547652b82fep+5), shift = _mm256_set1_pd(0x1.8p+52);
+    const __m256d c0 = _mm256_set1_pd(0x1.c6af84b912394p-20), c1 = _mm256_set1_pd(0x1.ebfce50fac4f3p-13),
+                  c2 = _mm256_set1_pd(0x1.62e42ff0c52d6p-6), one = _mm256_set1_pd(1.0);
+    __m256 xf = _mm256_loadu_ps(x);
+    __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(xf), 20), _mm256_set1_epi32(0x7ff));
+    int big = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x42a))));
+    float xs[8];  // (y may be x)
+    if (big) _mm256_storeu_ps(xs, xf);
+    for (int h = 0; h < 2; h++) {
+        __m256d xd = _mm256_cvtps_pd(h ? _mm256_extractf128_ps(xf, 1) : _mm256_castps256_ps128(xf));
+        __m256d kd = _mm256_fmadd_pd(inv_ln2_32, xd, shift);
+        __m256i ki = _mm256_castpd_si256(kd);
+        kd = _mm256_sub_pd(kd, shift);
+        __m256d r = _mm256_fmsub_pd(inv_ln2_32, xd, kd);
+        __m256i t = _mm256_i64gather_epi64((const long long *)exp2_32nds,
+                                           _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+        t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+        __m256d z = _mm256_fmadd_pd(c0, r, c1), r2 = _mm256_mul_pd(r, r);
+        __m256d p = _mm256_fmadd_pd(r, c2, one);
+        p = _mm256_fmadd_pd(z, r2, p);
+        p = _mm256_mul_pd(p, _mm256_castsi256_pd(t));
+        _mm_storeu_ps(y + 4 * h, _mm256_cvtpd_ps(p));
+    }
+    if (big)
+        for (int l = 0; l < 8; l++)
+            if (big >> l & 1) y[l] = expf(xs[l]);
+}
+#endif
 #endif
 
 void ops_expf_exact(float *y, const float *x, size_t n) {
     size_t i = 0;
-#ifdef __AVX512F__
+#ifdef EXPF_EXACT8
     for (; i + 8 <= n; i += 8) expf_exact8(y + i, x + i);
 #endif
     for (; i < n; i++) y[i] = expf(x[i]);

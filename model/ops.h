@@ -40,7 +40,8 @@ static inline float ops_expf(float x) {
 // y[i] = expf(x[i]) for n floats, bit for bit what glibc's expf returns
 // (the algorithm every glibc since 2.27 uses, in its fused multiply-add
 // form; x86-64 glibc picks that form on every CPU with FMA), eight at a
-// time in AVX-512 where the build has it, by calling expf elsewhere. For the
+// time in AVX-512 or AVX2 with FMA where the build has it, by calling expf
+// elsewhere. For the
 // exponentials whose bits results already depend on (CoPE's gates, FIRE's
 // SiLU): those loops keep their bits and lose the call per element.
 // tests/test_kernels.c compares it with expf over a sweep of every float
