@@ -912,6 +912,9 @@ static void write_provenance(FILE *f, const options *o) {
     json_commit(f);
     fprintf(f, ", \"started\": \"%s\", \"machine\": {\"cpu\": ", when);
     json_string(f, cpu);
+    startup_cpu_kind(cpu, sizeof cpu);
+    fprintf(f, ", \"kind\": ");
+    json_string(f, cpu);
     fprintf(f, ", \"cores\": %ld, \"blas_kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));
     json_string(f, startup_blas_kernel());
     fprintf(f, ", \"gemm\": \"%s\", \"precision\": \"%s\", \"threads\": %ld, \"processes\": %d}}", gemm_name(),

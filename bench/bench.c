@@ -619,6 +619,12 @@ int main(int argc, char **argv) {
     char host[256] = "?", cpu[256] = "?";
     gethostname(host, sizeof host);
     startup_cpu_name(cpu, sizeof cpu);
+    size_t at = strlen(cpu);
+    snprintf(cpu + at, sizeof cpu - at, " (");
+    at = strlen(cpu);
+    startup_cpu_kind(cpu + at, sizeof cpu - at);
+    at = strlen(cpu);
+    snprintf(cpu + at, sizeof cpu - at, ")");
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
                   "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s; matrix engine %s (`--gemm %s`).\n"

@@ -98,6 +98,42 @@ void startup_cpu_name(char *buf, size_t n) {
     fclose(f);
 }
 
+void startup_cpu_kind(char *buf, size_t n) {
+    char family[32] = "?", model[32] = "?";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        int found = 0;
+        while (found < 2 && fgets(line, sizeof line, f)) {
+            char *c = strchr(line, ':');
+            if (!c) continue;
+            c++;
+            c += strspn(c, " \t");
+            c[strcspn(c, "\n")] = 0;
+            if (!strncmp(line, "cpu family", 10)) snprintf(family, sizeof family, "%.20s", c), found++;
+            else if (!strncmp(line, "model\t", 6) || !strncmp(line, "model ", 6))
+                snprintf(model, sizeof model, "%.20s", c), found++;
+        }
+        fclose(f);
+    }
+    const char *vec = "no AVX2";
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) vec = "AVX-512";
+    else if (__builtin_cpu_supports("avx2")) vec = "AVX2, no AVX-512";
+#else
+    vec = "not x86";
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    const char *build = "x86-64-v4";
+#elif defined(__AVX2__) && defined(__FMA__)
+    const char *build = "x86-64-v3";
+#else
+    const char *build = "below x86-64-v3";
+#endif
+    snprintf(buf, n, "family %s, model %s; %s; build %s", family, model, vec, build);
+}
+
 const char *startup_blas_kernel(void) {
     const char *k = openblas_get_corename();
     return k ? k : "unknown";

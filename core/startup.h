@@ -21,5 +21,10 @@ void startup_threads(int threads);
 // "unknown" elsewhere) into buf, and the kernel OpenBLAS runs.
 void startup_cpu_name(char *buf, size_t n);
 const char *startup_blas_kernel(void);
+// What tells two CPUs of one name apart ("AMD EPYC" names several
+// generations): /proc/cpuinfo's family and model, the widest vectors the
+// CPU has, and the instruction set this build targets, e.g. "family 23,
+// model 49; AVX2, no AVX-512; build x86-64-v3".
+void startup_cpu_kind(char *buf, size_t n);
 
 #endif

@@ -646,7 +646,7 @@ static int test_load_json_and_refusal(void) {
     const char *keys[] = {"\"config\"", "\"params\"", "\"train\"", "\"steps\"", "\"final_loss\"", "\"tokens_per_s\"",
                           "\"seconds\"", "\"eval\"", "\"ctx\"", "\"loss\"", "\"ppl\"", "\"order\"", "\"acc\"", "\"n\"",
                           "\"pelab\": {\"version\": ", "\"commit\": ", "\"started\": \"20", "\"machine\": {\"cpu\": ",
-                          "\"blas_kernel\": ", "\"gemm\": "};
+                          "\"kind\": \"family ", "\"blas_kernel\": ", "\"gemm\": "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) EXPECT(strstr(json, keys[i]), "json lacks %s", keys[i]);
     s = run_train("--quiet --threads 2 --load {T}/l.ck --eval-ctx 16");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--load exit: %s", err_buf);
