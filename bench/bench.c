@@ -625,20 +625,15 @@ int main(int argc, char **argv) {
     time_t now = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-    char host[256] = "?", cpu[256] = "?";
+    char host[256] = "?", cpu[256] = "?", kind[160] = "?";
     gethostname(host, sizeof host);
     startup_cpu_name(cpu, sizeof cpu);
-    size_t at = strlen(cpu);
-    snprintf(cpu + at, sizeof cpu - at, " (");
-    at = strlen(cpu);
-    startup_cpu_kind(cpu + at, sizeof cpu - at);
-    at = strlen(cpu);
-    snprintf(cpu + at, sizeof cpu - at, ")");
+    startup_cpu_kind(kind, sizeof kind);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
-                  "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s, %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s; matrix engine %s (`--gemm %s`).\n"
+                  "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s (%s), %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s; matrix engine %s (`--gemm %s`).\n"
                   "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the fastest of 10 timed blocks of %d steps, 5 near the start of the run and 5 near the end; PyTorch's the fastest of 6 blocks, 3 near the start and 3 near the end; the sgemm rate the faster of two passes (the machine is shared and its speed drifts in spells).\n\n",
-                  o.steps, date, cpu, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", gemm_name(), o.gemm, o.pe, o.steps);
+                  o.steps, date, cpu, kind, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", gemm_name(), o.gemm, o.pe, o.steps);
 
     // The machine is shared and its speed drifts in spells of tens of
     // seconds. So the sgemm rate, pelab's training speed and PyTorch's are

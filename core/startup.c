@@ -83,39 +83,34 @@ void startup_threads(int threads) {
 }
 
 
-void startup_cpu_name(char *buf, size_t n) {
-    snprintf(buf, n, "unknown");
+// The value of /proc/cpuinfo's first line whose key (the text before the
+// colon, trailing blanks aside) is `key`, into buf; 0 when there is none.
+static int cpuinfo_value(const char *key, char *buf, size_t n) {
     FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
+    if (!f) return 0;
     char line[512];
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            const char *c = strchr(line, ':') + 1;
-            while (*c == ' ' || *c == '\t') c++;
-            snprintf(buf, n, "%.*s", (int)strcspn(c, "\n"), c);
-            break;
-        }
+    int found = 0;
+    size_t k = strlen(key);
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *c = strchr(line, ':');
+        if (!c || strncmp(line, key, k) || line + k + strspn(line + k, " \t") != c) continue;
+        c++;
+        c += strspn(c, " \t");
+        snprintf(buf, n, "%.*s", (int)strcspn(c, "\n"), c);
+        found = 1;
+    }
     fclose(f);
+    return found;
+}
+
+void startup_cpu_name(char *buf, size_t n) {
+    if (!cpuinfo_value("model name", buf, n)) snprintf(buf, n, "unknown");
 }
 
 void startup_cpu_kind(char *buf, size_t n) {
-    char family[32] = "?", model[32] = "?";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        int found = 0;
-        while (found < 2 && fgets(line, sizeof line, f)) {
-            char *c = strchr(line, ':');
-            if (!c) continue;
-            c++;
-            c += strspn(c, " \t");
-            c[strcspn(c, "\n")] = 0;
-            if (!strncmp(line, "cpu family", 10)) snprintf(family, sizeof family, "%.20s", c), found++;
-            else if (!strncmp(line, "model\t", 6) || !strncmp(line, "model ", 6))
-                snprintf(model, sizeof model, "%.20s", c), found++;
-        }
-        fclose(f);
-    }
+    char family[32], model[32];
+    if (!cpuinfo_value("cpu family", family, sizeof family)) snprintf(family, sizeof family, "?");
+    if (!cpuinfo_value("model", model, sizeof model)) snprintf(model, sizeof model, "?");
     const char *vec = "no AVX2";
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
