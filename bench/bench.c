@@ -228,23 +228,41 @@ static double median(double *x, int n) {
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
+// 1 when name is one of the comma-separated list's items.
+static int name_in_list(const char *name, const char *list) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 // Every encoding of the registry at the reference shape, with its default
 // options, against NoPE with the same attention kernel: paired turns
 // (race_paired), the median of the pairs' ratios with its 95% interval;
 // then FIRE, CoPE and XL read against issue 29's 15% by that interval.
-static int encodings_table(char *out, size_t cap) {
+// only: a comma-separated list of the encodings to race (none is always
+// raced, as the reference), or NULL for every one.
+static int encodings_table(char *out, size_t cap, const char *only) {
     enum { ROUNDS = 11, ST = 3 };
-    const int NPE = pe_registry_count;
+    const pe_ops *pes[64];
+    int NPE = 0;
+    for (int e = 0; e < pe_registry_count && NPE < 64; e++)
+        if (!only || e == 0 || name_in_list(pe_registry[e]->name, only)) pes[NPE++] = pe_registry[e];
     int lo, hi;
     double cover = median_interval(ROUNDS, &lo, &hi);
-    int n = snprintf(out, cap, "\nEvery encoding at the reference shape, with each attention kernel, against NoPE with the "
+    int n = snprintf(out, cap, "\n%s at the reference shape, with each attention kernel, against NoPE with the "
                                "same kernel in %d pairs of turns, one encoding after another (a turn: %d steps, its fastest "
                                "counting; NoPE first in one pair, second in the next). \"vs none\" is the median of the "
                                "pairs' speed ratios with its %.1f%% interval (the %d smallest and the %d largest of the %d "
                                "ratios left out); tokens/s each model's fastest step:\n\n"
                                "| pe | blocks: tokens/s | vs none | fused: tokens/s | vs none | fused vs blocks |\n"
                                "|---|---|---|---|---|---|\n",
-                     ROUNDS, ST, 100.0 * cover, lo, lo, ROUNDS);
+                     only ? "The encodings named" : "Every encoding", ROUNDS, ST, 100.0 * cover, lo, lo, ROUNDS);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
     const int NM = 2 * NPE;  // model k: encoding k / 2, kernel k % 2 (0 blocks, 1 fused); none is encoding 0
@@ -252,7 +270,7 @@ static int encodings_table(char *out, size_t cap) {
     model_acts *a = calloc((size_t)NM, sizeof *a);
     double *best = calloc((size_t)NM, sizeof *best), *ratio = calloc((size_t)NM * ROUNDS, sizeof *ratio);
     int *ref = malloc(sizeof(int) * NM);
-    for (int k = 0; k < NM; k++) make_model(&m[k], pe_registry[k / 2]->name, k % 2), ref[k] = k % 2;
+    for (int k = 0; k < NM; k++) make_model(&m[k], pes[k / 2]->name, k % 2), ref[k] = k % 2;
     race_paired(m, a, NM, ref, ROUNDS, ST, tok, tgt, best, ratio);
     char verdict[512] = "";
     int nv = 0;
@@ -267,7 +285,7 @@ static int encodings_table(char *out, size_t cap) {
             double med = median(r, ROUNDS);  // (r is sorted now)
             snprintf(vs[kern], sizeof vs[kern], "%+.1f%% [%+.1f, %+.1f]", 100.0 * (med - 1.0), 100.0 * (r[lo] - 1.0),
                      100.0 * (r[hi] - 1.0));
-            const char *name = pe_registry[e]->name;
+            const char *name = pes[e]->name;
             if (kern == 0 && (!strcmp(name, "fire") || !strcmp(name, "cope") || !strcmp(name, "xl")))
                 nv += snprintf(verdict + nv, sizeof verdict - nv, "%s%s %s", nv ? "; " : "", name,
                                r[lo] > 0.85 ? "within 15% (the whole interval)"
@@ -275,7 +293,7 @@ static int encodings_table(char *out, size_t cap) {
                                               : "undecided (the interval straddles 15%)");
         }
         double b = best[2 * e], f = best[2 * e + 1];
-        n += snprintf(out + n, cap - n, "| %s | %.0f | %s | %.0f | %s | %+.1f%% |\n", pe_registry[e]->name, b, vs[0], f,
+        n += snprintf(out + n, cap - n, "| %s | %.0f | %s | %.0f | %s | %+.1f%% |\n", pes[e]->name, b, vs[0], f,
                       vs[1], 100.0 * (f / b - 1.0));
     }
     n += snprintf(out + n, cap - n, "\nAgainst the target of FIRE, CoPE and XL within 15%% of NoPE (blocks kernel): %s.\n",
@@ -584,7 +602,7 @@ static int large_table(char *out, size_t cap, int threads, int torch, double ref
 int main(int argc, char **argv) {
     startup_environment(argv);
     bench_opts o = {10, 2, 1, 1, "rope", "results/bench.md", "auto"};
-    const char *child = NULL;
+    const char *child = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--child") && i + 1 < argc) {
             child = argv[++i];
@@ -597,8 +615,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--gemm") && i + 1 < argc) o.gemm = argv[++i];
         else if (!strcmp(argv[i], "--no-torch")) o.torch = 0;
         else if (!strcmp(argv[i], "--no-encodings")) o.encodings = 0;
+        else if (!strcmp(argv[i], "--encodings") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--gemm E] [--no-torch] [--no-encodings]\n");
+            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--gemm E] [--no-torch] "
+                            "[--no-encodings | --encodings NAME,NAME...]\n");
             return 2;
         }
     }
@@ -618,6 +638,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(child, "eval16k-fused")) eval_16k(o.pe, 1);
         else eval_16k(o.pe, 0);
         printf("%.1f\n", own_peak_mib());
+        return 0;
+    }
+    if (only) {  // the encodings table alone, for the named encodings, to stdout
+        int items = 1, known = 0;
+        for (const char *p = only; *p; p++) items += *p == ',';
+        for (int e = 0; e < pe_registry_count; e++) known += name_in_list(pe_registry[e]->name, only);
+        if (known != items) {
+            fprintf(stderr, "bench: --encodings %s: not a list of encodings' names (./train --list-pe lists them)\n", only);
+            return 2;
+        }
+        char *table = calloc(12288, 1);
+        encodings_table(table, 12288, only);
+        fputs(table, stdout);
+        free(table);
         return 0;
     }
     char report[16384];
@@ -672,7 +706,7 @@ int main(int argc, char **argv) {
     large_table(engines + used_e, sizeof engines - (size_t)used_e, o.threads, o.torch, tps);
     char *enc = calloc(12288, 1);
     if (o.encodings) {
-        int used = encodings_table(enc, 12288);
+        int used = encodings_table(enc, 12288, NULL);
         clip_table(enc + used, 12288 - (size_t)used, o.steps);
     }
     // the second measurements

@@ -5,6 +5,8 @@
 // every engine built in that the rest of the suite did not use (the suite
 // runs under --gemm auto's pick, as ./train does; --threads under each
 // engine: cli/threads_do_not_change_the_bits*).
+#include <cblas.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,39 @@ static int test_engines_match_double(void) {
     char err[256];
     gemm_use(before, err, sizeof err);
     EXPECT(tried >= 1, "no engine could be used");
+    return fails;
+}
+
+// The OpenBLAS engine clears C itself and asks for beta = 1 where a product
+// has beta = 0 (gemm.c): the same bits as cblas_sgemm's own beta = 0, over C
+// filled with NaN, for 40 random shapes, transpositions and strides.
+static int test_openblas_beta0_same_bits(void) {
+    int fails = 0;
+    char err[256];
+    const char *before = gemm_name();
+    EXPECT(gemm_use("openblas", err, sizeof err), "%s", err);
+    rng_t r = {7};
+    for (int trial = 0; trial < 40 && !fails; trial++) {
+        int M = 1 + (int)rng_below(&r, 150), N = 1 + (int)rng_below(&r, 300), K = 1 + (int)rng_below(&r, 300);
+        int ta = (int)rng_below(&r, 2), tb = (int)rng_below(&r, 2), pad = (int)rng_below(&r, 5);
+        int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+        float alpha = trial % 3 ? 1.0f : 0.37f;
+        size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+        float *A = malloc(sizeof(float) * na), *B = malloc(sizeof(float) * nb);
+        float *mine = malloc(sizeof(float) * nc), *theirs = malloc(sizeof(float) * nc);
+        test_fill_normal(A, na, 1.0f, 300 + trial), test_fill_normal(B, nb, 1.0f, 400 + trial);
+        for (size_t i = 0; i < nc; i++) mine[i] = theirs[i] = NAN;
+        gemm_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, mine, ldc);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+                    lda, B, ldb, 0.0f, theirs, ldc);
+        size_t differ = 0;
+        for (int i = 0; i < M; i++)
+            differ += memcmp(mine + (size_t)i * ldc, theirs + (size_t)i * ldc, sizeof(float) * N) != 0;
+        EXPECT(differ == 0, "M=%d N=%d K=%d trans %d%d ld %d/%d/%d alpha %g: %zu rows differ from cblas_sgemm's", M, N,
+               K, ta, tb, lda, ldb, ldc, alpha, differ);
+        free(A), free(B), free(mine), free(theirs);
+    }
+    gemm_use(before, err, sizeof err);
     return fails;
 }
 
@@ -219,6 +254,7 @@ static int test_bf16(void) {
 const test_case engine_tests[] = {
     {"engine/bf16_products_and_tests_again", test_bf16},
     {"engine/every_engine_matches_double", test_engines_match_double},
+    {"engine/openblas_beta0_same_bits_as_cblas", test_openblas_beta0_same_bits},
     {"engine/gradients_agree_across_engines", test_gradients_agree_across_engines},
     {"engine/tests_again_under_each_other_engine", test_again_under_other_engines},
 };
