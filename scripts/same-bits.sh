@@ -27,6 +27,13 @@ for pe in sinusoidal rope alibi xpos fire cope xl; do
 done
 runs+=("text.xl.ctx160|$small --pe xl --data $text --ctx 160 --batch 2 --steps 40 --eval-ctx 160 --eval-tokens 1024")  # several attention blocks
 runs+=("cats.cope.clipped|$small --pe cope --cope-max-pos 3 --steps 120 --eval-every 40")  # counts past P
+# Heads of 32 (every run above has 16): the scores' scale 1/sqrt(hs) is then
+# not a power of two, so a product with it rounds, and whether the compiler
+# fuses it with an add into one FMA shows in the bits (session 27: a change
+# that fused differently passed every run above).
+for pe in rope "cope --cope-max-pos 8" fire xl; do
+  runs+=("cats.${pe%% *}.hs32|${small/--d-model 32/--d-model 64} --pe $pe --steps 80 --eval-every 40")
+done
 runs+=("task.sort|$small --pe rope --data task:sort --steps 80 --task-eval 50")
 runs+=("task.selective|$small --pe cope --data task:selective-copy --steps 80 --task-eval 50")  # its instances were rewritten for --task-ignore
 runs+=("randpos|$small --pe rope --data $text --ctx 32 --rand-pos 128 --steps 60 --eval-ctx 32,128 --eval-tokens 1024")
