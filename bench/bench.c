@@ -27,7 +27,7 @@ typedef struct {
     const char *pe, *out, *gemm;
 } bench_opts;
 
-static const int V = 256, C = 256, L = 4, H = 8, T = 256, B = 8;
+enum { V = 256, C = 256, L = 4, H = 8, T = 256, B = 8 };
 
 // The reference model with encoding pe; option (or NULL) set to value.
 static void make_model_with(model_t *m, const char *pe, int fused, const char *option, double value) {
@@ -72,17 +72,67 @@ static double time_train(model_t *m, model_acts *a, int steps, int *tok, int *tg
     return now_seconds() - t0;
 }
 
+// The linear layers' products at the reference shape (rows, IC, OC), as
+// the sgemm rate measures them.
+static const int model_shapes[][3] = {{B * T, C, 3 * C}, {B * T, C, C}, {B * T, C, 4 * C},
+                                      {B * T, 4 * C, C}, {B * T, C, V}};
+enum { N_SHAPES = sizeof model_shapes / sizeof model_shapes[0], SGEMM_REPS = 5 };
+
+// Inputs for the products of model_shapes (the largest of each operand).
+typedef struct {
+    float *A, *W, *O;
+} shape_bufs;
+
+static shape_bufs shape_bufs_alloc(void) {
+    size_t maxn = (size_t)(B * T) * 4 * C;
+    shape_bufs s = {malloc(sizeof(float) * maxn), malloc(sizeof(float) * 4 * C * C), malloc(sizeof(float) * maxn)};
+    rng_t r = {5};
+    for (size_t i = 0; i < maxn; i++) s.A[i] = rng_normal(&r), s.O[i] = 0;
+    for (size_t i = 0; i < (size_t)4 * C * C; i++) s.W[i] = rng_normal(&r);
+    return s;
+}
+
+static void shape_bufs_free(shape_bufs *s) { free(s->A), free(s->W), free(s->O); }
+
+// One pass of the row-block products (matmul_forward, the engine as the
+// model calls it): SGEMM_REPS of each shape; FLOP/s.
+static double rows_pass_rate(shape_bufs *s) {
+    double flops = 0, secs = 0;
+    for (int k = 0; k < N_SHAPES; k++) {
+        int N = model_shapes[k][0], IC = model_shapes[k][1], OC = model_shapes[k][2];
+        double t0 = now_seconds();
+        for (int r = 0; r < SGEMM_REPS; r++) matmul_forward(s->O, s->A, s->W, NULL, (size_t)N, IC, OC);
+        secs += now_seconds() - t0;
+        flops += 2.0 * N * IC * OC * SGEMM_REPS;
+    }
+    return flops / secs;
+}
+
+// The share of the products' rate read in pairs: after every timed training
+// block, one pass of the row-block products, so that a slow spell of the
+// machine slows both of a pair; share[k] = the block's FLOP/s over the
+// pass's rate.
+enum { MAX_PAIRS = 16 };
+typedef struct {
+    shape_bufs bufs;
+    double share[MAX_PAIRS];
+    int n;
+} paired_share;
+
 // Training tokens/s of the fastest of `blocks` timed blocks of `steps` steps
 // after 3 warm-up steps. The machine is shared and its speed drifts by ±20%
 // within a minute; interference only ever slows a block down, so the fastest
 // block is the steadiest estimate of what the code does (PyTorch's figure
-// and the sgemm rate are taken the same way).
-static double train_tokens_per_s(model_t *m, model_acts *a, int blocks, int steps, int *tok, int *tgt) {
+// and the sgemm rate are taken the same way). With ps, each block is paired
+// with a pass of the products (paired_share).
+static double train_tokens_per_s(model_t *m, model_acts *a, int blocks, int steps, int *tok, int *tgt,
+                                 paired_share *ps) {
     double best = 0;
     time_train(m, a, 3, tok, tgt);
     for (int k = 0; k < blocks; k++) {
         double r = (double)steps * B * T / time_train(m, a, steps, tok, tgt);
         if (r > best) best = r;
+        if (ps && ps->n < MAX_PAIRS) ps->share[ps->n++] = flops_per_token() * r / rows_pass_rate(&ps->bufs);
     }
     return best;
 }
@@ -309,7 +359,6 @@ static int encodings_table(char *out, size_t cap, const char *only) {
 // Seconds of the fastest of 5 passes (after one warm-up) of 5 products
 // out = A · Wᵀ of one shape: by pelab's row blocks, or by OpenBLAS threading
 // one call. The machine is shared, and interference only ever adds time.
-enum { SGEMM_REPS = 5 };
 static double best_pass(int blas, int N, int IC, int OC, const float *A, const float *W, float *O) {
     double best = 1e30;
     for (int pass = 0; pass < 6; pass++) {
@@ -333,24 +382,19 @@ static double best_pass(int blas, int N, int IC, int OC, const float *A, const f
 // 170 to 380 GFLOP/s from one call to the next on the AMD EPYC (380 every
 // time in this order).
 static double sgemm_rate(int threads, double *rate_rows) {
-    int shapes[][3] = {{B * T, C, 3 * C}, {B * T, C, C}, {B * T, C, 4 * C}, {B * T, 4 * C, C}, {B * T, C, V}};
-    int ns = sizeof shapes / sizeof shapes[0];
-    size_t maxn = (size_t)B * T * 4 * C;
-    float *A = malloc(sizeof(float) * maxn), *W = malloc(sizeof(float) * 4 * C * C), *O = malloc(sizeof(float) * maxn);
-    rng_t r = {5};
-    for (size_t i = 0; i < maxn; i++) A[i] = rng_normal(&r), O[i] = 0;
-    for (size_t i = 0; i < (size_t)4 * C * C; i++) W[i] = rng_normal(&r);
+    shape_bufs sb = shape_bufs_alloc();
     double flops = 0, t_secs[2] = {0, 0};  // [0] row blocks, [1] OpenBLAS threading
     for (int blas = 0; blas < 2; blas++) {
         openblas_set_num_threads(blas ? threads : 1);
-        for (int s = 0; s < ns; s++) {
-            t_secs[blas] += best_pass(blas, shapes[s][0], shapes[s][1], shapes[s][2], A, W, O);
-            if (!blas) flops += 2.0 * shapes[s][0] * shapes[s][1] * shapes[s][2] * SGEMM_REPS;
+        for (int s = 0; s < N_SHAPES; s++) {
+            const int *sh = model_shapes[s];
+            t_secs[blas] += best_pass(blas, sh[0], sh[1], sh[2], sb.A, sb.W, sb.O);
+            if (!blas) flops += 2.0 * sh[0] * sh[1] * sh[2] * SGEMM_REPS;
         }
     }
     openblas_set_num_threads(1);
     usleep(500000);
-    free(A), free(W), free(O);
+    shape_bufs_free(&sb);
     *rate_rows = flops / t_secs[0];
     return flops / t_secs[1];
 }
@@ -683,8 +727,9 @@ int main(int argc, char **argv) {
     model_acts_alloc(&af, &mf, B, T, 1);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
-    double tps = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
-    double tps_fused = train_tokens_per_s(&mf, &af, 5, o.steps, tok, tgt);
+    paired_share ps = {shape_bufs_alloc(), {0}, 0};
+    double tps = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt, &ps);
+    double tps_fused = train_tokens_per_s(&mf, &af, 5, o.steps, tok, tgt, NULL);
     double torch_tps = o.torch ? torch_tokens_per_s(o.steps, o.threads) : -1;
     memset(&m.prof, 0, sizeof m.prof);
     m.prof.enabled = 1;
@@ -714,9 +759,10 @@ int main(int argc, char **argv) {
         double again = torch_tokens_per_s(o.steps, o.threads);
         if (again > torch_tps) torch_tps = again;
     }
-    double again = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt);
+    double again = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt, &ps);
     if (again > tps) tps = again;
-    again = train_tokens_per_s(&mf, &af, 5, o.steps, tok, tgt);
+    shape_bufs_free(&ps.bufs);
+    again = train_tokens_per_s(&mf, &af, 5, o.steps, tok, tgt, NULL);
     if (again > tps_fused) tps_fused = again;
     model_acts_free(&a);
     model_acts_free(&af);
@@ -738,6 +784,14 @@ int main(int argc, char **argv) {
     n += snprintf(report + n, sizeof report - n, "| model FLOPs per trained token | %.2f M |\n", flops / 1e6);
     n += snprintf(report + n, sizeof report - n, "| share of the sgemm rate the training step reaches | %.1f%% (fused: %.1f%%) |\n",
                   100.0 * flops * tps / rate, 100.0 * flops * tps_fused / rate);
+    {
+        int lo, hi;
+        double cover = median_interval(ps.n, &lo, &hi), med = median(ps.share, ps.n);
+        n += snprintf(report + n, sizeof report - n,
+                      "| share of the row-block products' rate, paired (each of the %d timed blocks against a pass of "
+                      "the products right after it: the median and its %.1f%% interval) | %.1f%% [%.1f, %.1f] |\n",
+                      ps.n, 100.0 * cover, 100.0 * med, 100.0 * ps.share[lo], 100.0 * ps.share[hi]);
+    }
     n += snprintf(report + n, sizeof report - n, "| tokens/s bound at the sgemm rate | %.0f |\n", rate / flops);
     n += snprintf(report + n, sizeof report - n, "| peak resident memory, training | %.0f MiB (fused: %.0f MiB) |\n", mem_train, mem_train_fused);
     n += snprintf(report + n, sizeof report - n, "| peak resident memory, evaluation at 16384 tokens | %.0f MiB (fused: %.0f MiB) |\n", mem_eval, mem_eval_fused);
