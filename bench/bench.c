@@ -94,16 +94,25 @@ static shape_bufs shape_bufs_alloc(void) {
 
 static void shape_bufs_free(shape_bufs *s) { free(s->A), free(s->W), free(s->O); }
 
-// One pass of the row-block products (matmul_forward, the engine as the
-// model calls it): SGEMM_REPS of each shape; FLOP/s.
+// Seconds of SGEMM_REPS products out = A · Wᵀ of one shape: by pelab's row
+// blocks (matmul_forward, the engine as the model calls it), or by OpenBLAS
+// threading one call.
+static double product_pass(int blas, int N, int IC, int OC, const float *A, const float *W, float *O) {
+    double t0 = now_seconds();
+    for (int k = 0; k < SGEMM_REPS; k++) {
+        if (blas) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, W, IC, 0.0f, O, OC);
+        else matmul_forward(O, A, W, NULL, (size_t)N, IC, OC);
+    }
+    return now_seconds() - t0;
+}
+
+// One pass of the row-block products at every shape; FLOP/s.
 static double rows_pass_rate(shape_bufs *s) {
     double flops = 0, secs = 0;
     for (int k = 0; k < N_SHAPES; k++) {
-        int N = model_shapes[k][0], IC = model_shapes[k][1], OC = model_shapes[k][2];
-        double t0 = now_seconds();
-        for (int r = 0; r < SGEMM_REPS; r++) matmul_forward(s->O, s->A, s->W, NULL, (size_t)N, IC, OC);
-        secs += now_seconds() - t0;
-        flops += 2.0 * N * IC * OC * SGEMM_REPS;
+        const int *sh = model_shapes[k];
+        secs += product_pass(0, sh[0], sh[1], sh[2], s->A, s->W, s->O);
+        flops += 2.0 * sh[0] * sh[1] * sh[2] * SGEMM_REPS;
     }
     return flops / secs;
 }
@@ -362,12 +371,7 @@ static int encodings_table(char *out, size_t cap, const char *only) {
 static double best_pass(int blas, int N, int IC, int OC, const float *A, const float *W, float *O) {
     double best = 1e30;
     for (int pass = 0; pass < 6; pass++) {
-        double t0 = now_seconds();
-        for (int k = 0; k < SGEMM_REPS; k++) {
-            if (blas) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, W, IC, 0.0f, O, OC);
-            else matmul_forward(O, A, W, NULL, N, IC, OC);
-        }
-        double t = now_seconds() - t0;
+        double t = product_pass(blas, N, IC, OC, A, W, O);
         if (pass && t < best) best = t;
     }
     return best;
