@@ -236,3 +236,5 @@ double mem_available_bytes(void) {
     if (room >= 0 && (have < 0 || room < have)) have = room;
     return have;
 }
+
+double par_min_flops = PAR_MIN_FLOPS;

@@ -32,6 +32,21 @@ void die_runtime(const char *fmt, ...) __attribute__((noreturn, format(printf, 1
 // die_runtime, with its message.
 void die_status(int status, const char *msg) __attribute__((noreturn));
 
+// Whether a parallel region of about `flops` floating-point operations is
+// worth a team of threads. A region costs its threads a wake-up and a
+// barrier: a few microseconds on an idle machine, but on a busy one a thread
+// the scheduler has given away waits for its next time slice, milliseconds
+// per region (docs/performance.md). Regions under PAR_MIN_FLOPS (about 0.1 ms
+// of one core's work) run on the calling thread alone: on 2 busy cores that
+// took a d_model 32 model's 300 steps from 19.9 s to 0.8 s, and the reference
+// shape keeps every region parallel. The bits do not change: every region
+// splits its work in fixed blocks, so any thread count computes the same
+// (tests/ checks 1 and 2 threads). The environment's PELAB_PARALLEL_MIN
+// replaces the bound (core/startup.c); 0 makes every region parallel.
+#define PAR_MIN_FLOPS 4e6
+extern double par_min_flops;
+static inline int par_worth(double flops) { return flops >= par_min_flops; }
+
 // malloc/calloc that name the caller's file and line and the size on failure.
 void *xmalloc_at(size_t n, const char *file, int line);
 void *xcalloc_at(size_t count, size_t size, const char *file, int line);

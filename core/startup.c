@@ -1,6 +1,8 @@
 // startup.c — see startup.h.
 #include "startup.h"
 
+#include "common.h"
+
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +73,15 @@ static void flush_subnormals(void) {
 }
 
 void startup_threads(int threads) {
+    const char *e = getenv("PELAB_PARALLEL_MIN");
+    if (e) {
+        char *end;
+        double v = strtod(e, &end);
+        if (end == e || *end || !(v >= 0.0) || v > 1e300)
+            die_usage("PELAB_PARALLEL_MIN=%s: not a number of operations >= 0 (the smallest parallel region; unset it for %g)",
+                      e, PAR_MIN_FLOPS);
+        par_min_flops = v;
+    }
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #pragma omp parallel

@@ -14,7 +14,9 @@
 int startup_environment(char **argv);
 
 // Sets the OpenMP thread count and holds OpenBLAS to one thread: every
-// parallel loop in pelab is OpenMP's.
+// parallel loop in pelab is OpenMP's. Reads PELAB_PARALLEL_MIN, the smallest
+// parallel region in operations (par_worth in common.h); a value that is not a
+// number >= 0 exits with status 2.
 void startup_threads(int threads);
 
 // The machine, for a run's record: the CPU's model name (/proc/cpuinfo;

@@ -16,12 +16,24 @@
 // max(err, e) that lets a NaN through (fmax would drop it).
 static double worse(double err, double e) { return e > err || isnan(e) ? e : err; }
 
+// n threads for the kernels under test, with every parallel region run in
+// parallel however small (the threaded paths are what is tested);
+// suite_threads() goes back to the suite's setting.
+static double suite_par_min = -1.0;
+
 static void set_threads(int n) {
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #else
     (void)n;
 #endif
+    if (suite_par_min < 0.0) suite_par_min = par_min_flops;
+    par_min_flops = 0.0;
+}
+
+static void suite_threads(void) {
+    set_threads(2);
+    par_min_flops = suite_par_min;
 }
 
 // ops_expf within 2 ulp of e^x on [-87, 88] (10⁶ points and every integer);
@@ -175,7 +187,7 @@ static int test_matmul(void) {
             EXPECT(err <= 2e-5, "matmul %dx%dx%d, %d thread(s): relative error %g", N, IC, OC, threads, err);
             free(x), free(w), free(b), free(y), free(dy), free(dx), free(dw), free(db);
         }
-    set_threads(2);
+    suite_threads();
     return fails;
 }
 
@@ -220,7 +232,7 @@ static int test_layernorm(void) {
         EXPECT(err <= 2e-5, "LayerNorm, %d thread(s): relative error %g", threads, err);
         free(x), free(w), free(b), free(y), free(dy), free(mean), free(rstd), free(dx), free(dw), free(db), free(rdw), free(rdb);
     }
-    set_threads(2);
+    suite_threads();
     return fails;
 }
 
@@ -292,6 +304,7 @@ static int test_reductions(void) {
     for (size_t i = 0; i < n; i++) nonzero += x[i] != 0.0f;
     EXPECT(nonzero == 0, "%zu elements left after ops_zero", nonzero);
     free(x);
+    suite_threads();
     return fails;
 }
 
@@ -308,7 +321,7 @@ static float *model_pass(model_t *m, int fused, int chunk, int threads, int B, i
     model_zero_grad(m);
     model_backward(m, &a, tok, tgt, seg);
     model_acts_free(&a);
-    set_threads(2);
+    suite_threads();
     return memcpy(malloc(sizeof(float) * m->tab.total), m->grads, sizeof(float) * m->tab.total);
 }
 
