@@ -237,4 +237,4 @@ double mem_available_bytes(void) {
     return have;
 }
 
-double par_min_flops = PAR_MIN_FLOPS;
+double par_min_ns = PAR_MIN_NS;

@@ -32,20 +32,25 @@ void die_runtime(const char *fmt, ...) __attribute__((noreturn, format(printf, 1
 // die_runtime, with its message.
 void die_status(int status, const char *msg) __attribute__((noreturn));
 
-// Whether a parallel region of about `flops` floating-point operations is
+// Whether a parallel region that takes one core about `ns` nanoseconds is
 // worth a team of threads. A region costs its threads a wake-up and a
 // barrier: a few microseconds on an idle machine, but on a busy one a thread
 // the scheduler has given away waits for its next time slice, milliseconds
-// per region (docs/performance.md). Regions under PAR_MIN_FLOPS (about 0.1 ms
-// of one core's work) run on the calling thread alone: on 2 busy cores that
-// took a d_model 32 model's 300 steps from 19.9 s to 0.8 s, and the reference
-// shape keeps every region parallel. The bits do not change: every region
-// splits its work in fixed blocks, so any thread count computes the same
-// (tests/ checks 1 and 2 threads). The environment's PELAB_PARALLEL_MIN
-// replaces the bound (core/startup.c); 0 makes every region parallel.
-#define PAR_MIN_FLOPS 4e6
-extern double par_min_flops;
-static inline int par_worth(double flops) { return flops >= par_min_flops; }
+// per region (docs/performance.md). Regions under PAR_MIN_NS run on the
+// calling thread alone: on 2 busy cores that took a d_model 32 model's 300
+// steps from up to 19 s to under 1 s, and at the reference shape only the
+// smallest tensors' updates fall under it. Each region estimates its time from
+// its size, with one core's costs measured on the 2-core Zen 2 EPYC: matrix
+// products 0.028 ns per multiply-add; per element LayerNorm 0.5, GELU 1.2
+// (backward 1.5), a residual add 0.3, zeroing 0.15, AdamW 0.5, the sum of
+// squares 1.0, RoPE's rotation 1.5, cross-entropy 3.0 per logit (backward
+// 0.2). The bits do not change: every region splits its work in fixed
+// blocks, so any thread count computes the same (tests/ checks 1 and 2
+// threads). The environment's PELAB_PARALLEL_MIN replaces the bound, in
+// nanoseconds (core/startup.c); 0 makes every region parallel.
+#define PAR_MIN_NS 5e4
+extern double par_min_ns;
+static inline int par_worth(double ns) { return ns >= par_min_ns; }
 
 // malloc/calloc that name the caller's file and line and the size on failure.
 void *xmalloc_at(size_t n, const char *file, int line);

@@ -78,9 +78,9 @@ void startup_threads(int threads) {
         char *end;
         double v = strtod(e, &end);
         if (end == e || *end || !(v >= 0.0) || v > 1e300)
-            die_usage("PELAB_PARALLEL_MIN=%s: not a number of operations >= 0 (the smallest parallel region; unset it for %g)",
-                      e, PAR_MIN_FLOPS);
-        par_min_flops = v;
+            die_usage("PELAB_PARALLEL_MIN=%s: not a number of nanoseconds >= 0 (the smallest parallel region; unset, %g)", e,
+                      PAR_MIN_NS);
+        par_min_ns = v;
     }
 #ifdef _OPENMP
     omp_set_num_threads(threads);

@@ -15,7 +15,7 @@ int startup_environment(char **argv);
 
 // Sets the OpenMP thread count and holds OpenBLAS to one thread: every
 // parallel loop in pelab is OpenMP's. Reads PELAB_PARALLEL_MIN, the smallest
-// parallel region in operations (par_worth in common.h); a value that is not a
+// parallel region in nanoseconds of one core (par_worth in common.h); a value that is not a
 // number >= 0 exits with status 2.
 void startup_threads(int threads);
 

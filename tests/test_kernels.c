@@ -27,13 +27,13 @@ static void set_threads(int n) {
 #else
     (void)n;
 #endif
-    if (suite_par_min < 0.0) suite_par_min = par_min_flops;
-    par_min_flops = 0.0;
+    if (suite_par_min < 0.0) suite_par_min = par_min_ns;
+    par_min_ns = 0.0;
 }
 
 static void suite_threads(void) {
     set_threads(2);
-    par_min_flops = suite_par_min;
+    par_min_ns = suite_par_min;
 }
 
 // ops_expf within 2 ulp of e^x on [-87, 88] (10⁶ points and every integer);
