@@ -325,7 +325,19 @@ static int test_bad_input_table(void) {
         EXPECT(code == cases[i].code, "'%s' exited %d, expected %d (stderr: %.200s)", cases[i].args, code, cases[i].code, err_buf);
         EXPECT(strstr(err_buf, cases[i].names) != NULL, "'%s': stderr does not name '%s': %.300s", cases[i].args, cases[i].names, err_buf);
     }
-    printf("    %d bad-input cases\n", ncases);
+    // the environment's bound on a parallel region's size (core/startup.c)
+    const char *bad_min[] = {"abc", "-1", "", "1e400", "5x"};
+    for (size_t i = 0; i < sizeof bad_min / sizeof bad_min[0]; i++) {
+        setenv("PELAB_PARALLEL_MIN", bad_min[i], 1);
+        int s = run_train(SMALL " --steps 2");
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "PELAB_PARALLEL_MIN"),
+               "PELAB_PARALLEL_MIN='%s': exit %d, stderr %.200s", bad_min[i], WEXITSTATUS(s), err_buf);
+    }
+    setenv("PELAB_PARALLEL_MIN", "1e9", 1);
+    int s = run_train(SMALL " --steps 2");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "PELAB_PARALLEL_MIN=1e9 (every region on one thread): %s", err_buf);
+    unsetenv("PELAB_PARALLEL_MIN");
+    printf("    %d bad-input cases\n", ncases + (int)(sizeof bad_min / sizeof bad_min[0]));
     return fails;
 }
 
