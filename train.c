@@ -1118,7 +1118,13 @@ static void report(const options *o, run_t *r, const train_report *tr, const eva
 // (--stop-at) and has nothing to evaluate yet.
 static int finish_training(const options *o, const run_t *r, const train_report *tr) {
     // The handlers stay through the final save: a signal now waits for it.
-    if (test_hooks()->signal_at_save) kill(getpid(), test_hooks()->signal_at_save);  // the test hook, to the process
+    if (test_hooks()->signal_at_save) {  // the test hook: a signal to the process as the save begins
+        kill(getpid(), test_hooks()->signal_at_save);
+        // signal_thread takes it when the scheduler runs it; on busy cores
+        // that could be after this small save, so wait (up to 10 s) as for
+        // a signal that arrived just before it.
+        for (int ms = 0; ms < 10000 && !stop_signal; ms++) usleep(1000);
+    }
     if (o->save && !o->load) {
         save_checkpoint(o, r, tr);
         if (!o->quiet) printf("saved %s at step %ld\n", o->save, tr->steps_done);
