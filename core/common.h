@@ -39,18 +39,35 @@ void die_status(int status, const char *msg) __attribute__((noreturn));
 // per region (docs/performance.md). Regions under PAR_MIN_NS run on the
 // calling thread alone: on 2 busy cores that took a d_model 32 model's 300
 // steps from up to 19 s to under 1 s, and at the reference shape only the
-// smallest tensors' updates fall under it. Each region estimates its time from
-// its size, with one core's costs measured on the 2-core Zen 2 EPYC: matrix
-// products 0.028 ns per multiply-add; per element LayerNorm 0.5, GELU 1.2
-// (backward 1.5), a residual add 0.3, zeroing 0.15, AdamW 0.5, the sum of
-// squares 1.0, RoPE's rotation 1.5, cross-entropy 3.0 per logit (backward
-// 0.2). The bits do not change: every region splits its work in fixed
-// blocks, so any thread count computes the same (tests/ checks 1 and 2
-// threads). The environment's PELAB_PARALLEL_MIN replaces the bound, in
-// nanoseconds (core/startup.c); 0 makes every region parallel.
+// smallest tensors' updates fall under it. The bits do not change: every
+// region splits its work in fixed blocks, so any thread count computes the
+// same (tests/ checks 1 and 2 threads). The environment's PELAB_PARALLEL_MIN
+// replaces the bound, in nanoseconds (core/startup.c); 0 makes every region
+// parallel.
 #define PAR_MIN_NS 5e4
 extern double par_min_ns;
 static inline int par_worth(double ns) { return ns >= par_min_ns; }
+
+// Each region estimates its time from its size with these: one core's
+// nanoseconds per unit of work, measured on the 2-core Zen 2 EPYC (one thread,
+// each op alone at 2048 rows of 256).
+#define PAR_NS_MAC 0.03          // a matrix product's multiply-add (measured 0.028)
+#define PAR_NS_LAYERNORM 0.5     // LayerNorm, forward or the input gradient, per element
+#define PAR_NS_COLUMN_SUM 0.2    // LayerNorm's dw and db, summed down the rows, per element
+#define PAR_NS_GELU 1.2          // GELU per element
+#define PAR_NS_GELU_BACK 1.5     // GELU's gradient per element
+#define PAR_NS_ZERO 0.15         // zeroing, per float
+#define PAR_NS_SUM_SQUARES 1.0   // the gradient norm's sum of squares (in double), per float
+#define PAR_NS_ADD 0.3           // adding one array to another (residual, learned positions), per element
+#define PAR_NS_XENT 3.0          // softmax and cross-entropy, per logit
+#define PAR_NS_XENT_BACK 0.2     // their gradient, per logit
+#define PAR_NS_ADAMW 0.5         // AdamW's update, per parameter
+#define PAR_NS_ROPE 1.5          // RoPE's rotation, per channel of q and k
+#define PAR_NS_SINUSOID 30.0     // a sinusoidal position's sin or cos, per element
+#define PAR_NS_ATTN 0.06         // attention forward, per B·heads·T²·head size
+#define PAR_NS_ATTN_BACK 0.12    // attention backward, the same
+#define PAR_NS_FIRE 0.05         // FIRE's MLP forward, per query-key pair and MLP float
+#define PAR_NS_FIRE_BACK 0.1     // its backward, the same
 
 // malloc/calloc that name the caller's file and line and the size on failure.
 void *xmalloc_at(size_t n, const char *file, int line);

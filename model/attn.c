@@ -196,7 +196,7 @@ void attn_forward(float *y, float *att, const float *qkv, const attn_dims *d, fl
     const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
     pe_t *rel = d->rel;
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.06 * B * NH * T * T * hs))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_ATTN * B * NH * T * T * hs))
     for (int h = 0; h < NH; h++) {
         float *mine = scratch + (size_t)thread_id() * attn_scratch_floats(T, d->chunk);
         for (int b = 0; b < B; b++) {
@@ -234,7 +234,7 @@ void attn_backward(float *dqkv, float *grads, const float *dy, const float *att,
     const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
     pe_t *rel = d->rel;
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.12 * B * NH * T * T * hs))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_ATTN_BACK * B * NH * T * T * hs))
     for (int h = 0; h < NH; h++) {
         float *dP = scratch + (size_t)thread_id() * attn_scratch_floats(T, d->chunk);  // (nq, T)
         for (int b = 0; b < B; b++) {
@@ -367,7 +367,7 @@ void attn_fused_forward(float *y, float *stats, const float *qkv, const attn_dim
     const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
     pe_t *rel = d->rel;
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.06 * B * NH * T * T * hs))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_ATTN * B * NH * T * T * hs))
     for (int h = 0; h < NH; h++) {
         float *S = scratch + (size_t)thread_id() * attn_scratch_floats(T, d->chunk);  // (chunk, T)
         for (int b = 0; b < B; b++) {
@@ -398,7 +398,7 @@ void attn_fused_backward(float *dqkv, float *grads, const float *dy, const float
     const int B = d->B, T = d->T, C = d->C, NH = d->NH, hs = C / NH, ld = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
     pe_t *rel = d->rel;
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.12 * B * NH * T * T * hs))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_ATTN_BACK * B * NH * T * T * hs))
     for (int h = 0; h < NH; h++) {
         float *P = scratch + (size_t)thread_id() * attn_scratch_floats(T, d->chunk);  // (chunk, T)
         float *dP = P + (size_t)d->chunk * T;                                        // (chunk, T)

@@ -447,7 +447,7 @@ float lr_schedule(float lr, int warmup, long step, long total) {
 // scalar: the same bits.
 static void adamw_tensor(float *restrict p, const float *restrict g, float *restrict mm, float *restrict vv, size_t n,
                          float gscale, float beta1, float beta2, float lr, float decay, float eps, float bc1, float bc2) {
-#pragma omp parallel for simd schedule(static) if (parallel : par_worth(0.5 * n))
+#pragma omp parallel for simd schedule(static) if (parallel : par_worth(PAR_NS_ADAMW * n))
     for (size_t i = 0; i < n; i++) {
         float gi = g[i] * gscale;
         mm[i] = beta1 * mm[i] + (1.0f - beta1) * gi;

@@ -35,7 +35,7 @@ static void block_range(size_t n, size_t *lo, size_t *hi) {
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *w, const float *b, size_t N, int C) {
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.5 * N * C))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_LAYERNORM * N * C))
     for (size_t i = 0; i < N; i++) {
         const float *x = inp + i * C;
         float m = 0.0f;
@@ -61,7 +61,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
     // forward: out = (x - mean) * rstd * w + b
     // The input gradient is independent per row; dw and db sum over rows, in
     // a fixed order so that runs are bit-reproducible.
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.5 * N * C))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_LAYERNORM * N * C))
     for (size_t i = 0; i < N; i++) {
         const float *x = inp + i * C, *g = dout + i * C;
         float m = mean[i], s = rstd[i];
@@ -82,7 +82,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
         }
     }
     // Each thread owns a strip of channels and walks every row in order.
-#pragma omp parallel if (parallel : par_worth(0.2 * N * C))
+#pragma omp parallel if (parallel : par_worth(PAR_NS_COLUMN_SUM * N * C))
     {
         size_t lo, hi;
         block_range((size_t)C, &lo, &hi);
@@ -115,7 +115,7 @@ void matmul_forward(float *out, const float *inp, const float *w,
                     const float *bias, size_t N, int IC, int OC) {
     // out = inp · wᵀ (+ bias broadcast over rows)
     const size_t rows = (size_t)gemm_row_block();
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.03 * N * IC * OC))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_MAC * N * IC * OC))
     for (size_t blk = 0; blk < mm_blocks(N, rows); blk++) {
         size_t lo = blk * rows, hi = lo + rows < N ? lo + rows : N;
         float beta = 0.0f;
@@ -137,14 +137,14 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
     // dbias += Σ_rows dout   (with dw's blocks, row by row in order)
     if (dinp) {
         const size_t rows = (size_t)gemm_row_block();
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.03 * N * IC * OC))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_MAC * N * IC * OC))
         for (size_t blk = 0; blk < mm_blocks(N, rows); blk++) {
             size_t lo = blk * rows, hi = lo + rows < N ? lo + rows : N;
             gemm_sgemm(0, 0, (int)(hi - lo), IC, OC, 1.0f,
                         dout + lo * OC, OC, w, IC, 0.0f, dinp + lo * IC, IC);
         }
     }
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.03 * N * IC * OC))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_MAC * N * IC * OC))
     for (size_t blk = 0; blk < mm_blocks((size_t)OC, MM_BLOCK); blk++) {
         size_t lo = blk * MM_BLOCK, hi = lo + MM_BLOCK < (size_t)OC ? lo + MM_BLOCK : (size_t)OC;
         gemm_sgemm(1, 0, (int)(hi - lo), IC, (int)N, 1.0f,
@@ -169,7 +169,7 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
 static inline float fast_tanh(float u) { return 1.0f - 2.0f / (ops_expf(2.0f * u) + 1.0f); }
 
 void gelu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd schedule(static) if (parallel : par_worth(1.2 * n))
+#pragma omp parallel for simd schedule(static) if (parallel : par_worth(PAR_NS_GELU * n))
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + fast_tanh(GELU_K * (x + 0.044715f * x * x * x)));
@@ -178,7 +178,7 @@ void gelu_forward(float *out, const float *inp, size_t n) {
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     // forward: y = 0.5 x (1 + tanh(k (x + 0.044715 x³)))
-#pragma omp parallel for simd schedule(static) if (parallel : par_worth(1.5 * n))
+#pragma omp parallel for simd schedule(static) if (parallel : par_worth(PAR_NS_GELU_BACK * n))
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_K * (x + 0.044715f * x * x * x);
@@ -190,7 +190,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
 }
 
 void ops_zero(float *x, size_t n) {
-#pragma omp parallel if (parallel : par_worth(0.15 * n))
+#pragma omp parallel if (parallel : par_worth(PAR_NS_ZERO * n))
     {
         size_t lo, hi;
         block_range(n, &lo, &hi);
@@ -203,7 +203,7 @@ double ops_sum_squares(const float *x, size_t n) {
     enum { BLOCK = 1 << 16 };
     size_t nb = (n + BLOCK - 1) / BLOCK;
     double *part = xmalloc(sizeof(double) * (nb ? nb : 1));
-#pragma omp parallel for schedule(static) if (parallel : par_worth(1.0 * n))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_SUM_SQUARES * n))
     for (size_t b = 0; b < nb; b++) {
         size_t hi = (b + 1) * BLOCK < n ? (b + 1) * BLOCK : n;
         double s = 0.0;
@@ -217,14 +217,14 @@ double ops_sum_squares(const float *x, size_t n) {
 }
 
 void residual_forward(float *out, const float *a, const float *b, size_t n) {
-#pragma omp parallel for simd schedule(static) if (parallel : par_worth(0.3 * n))
+#pragma omp parallel for simd schedule(static) if (parallel : par_worth(PAR_NS_ADD * n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 double crossentropy_forward(float *probs, const float *logits, const int *targets,
                             size_t N, int V, size_t *count) {
     double *row_loss = xmalloc(sizeof(double) * (N ? N : 1));  // (N)
-#pragma omp parallel for schedule(static) if (parallel : par_worth(3.0 * N * V))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_XENT * N * V))
     for (size_t i = 0; i < N; i++) {
         const float *z = logits + i * V;
         float *p = probs + i * V;
@@ -257,7 +257,7 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets,
                            size_t N, int V, size_t count, float dloss) {
     float scale = count ? dloss / (float)count : 0.0f;
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.2 * N * V))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_XENT_BACK * N * V))
     for (size_t i = 0; i < N; i++) {
         float *d = dlogits + i * V;
         const float *p = probs + i * V;

@@ -130,7 +130,7 @@ static void fire_layer_begin(pe_t *pe, const float *params, int layer, const pe_
     int keep = fire_keep_ready(pe, st, layer, bt);
     const double *psi = fire_psi(st, c, bt->span);
     // Every pair on its own: the rows can go to any thread, the bits stay.
-#pragma omp parallel for schedule(dynamic, 8) if (parallel : par_worth(0.05 * nseq * T * T * pe_mlp_floats(&m)))
+#pragma omp parallel for schedule(dynamic, 8) if (parallel : par_worth(PAR_NS_FIRE * nseq * T * T * pe_mlp_floats(&m)))
     for (int row = 0; row < nseq * T; row++) {
         int s = row / T, i = row % T, pi = fire_pos(bt, s, i);
         float *b = st->bias + (size_t)s * H * TT + (size_t)i * T, *x = xmalloc(sizeof(float) * (i + 1)),
@@ -193,7 +193,7 @@ static void fire_layer_end(pe_t *pe, const float *params, float *grads, int laye
     int keep = st->kept && st->kept[layer];  // this step's forward pass kept its exponentials
     if (keep) st->kept[layer] = 0;
     const double *psi = fire_psi(st, c, bt->span);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel : par_worth(0.1 * nseq * T * T * nf))
+#pragma omp parallel for schedule(dynamic, 1) if (parallel : par_worth(PAR_NS_FIRE_BACK * nseq * T * T * nf))
     for (int blk = 0; blk < nblk; blk++) {
         float *local = share + (size_t)blk * nf;
         // A row's inputs, output gradients, which of them are not all zero

@@ -18,7 +18,7 @@ static void learned_input_forward(pe_t *pe, const float *params, float *x, int B
     int C = pe->cfg->d_model;
     if (T > learned_max_eval_ctx(pe)) die_runtime("internal: learned table has %d rows, asked for %d", learned_max_eval_ctx(pe), T);
     const float *P = params + pe->off[0];  // (rows, C)
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.3 * B * T * C))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_ADD * B * T * C))
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *row = x + ((size_t)b * T + t) * C;
@@ -40,7 +40,7 @@ static void learned_input_backward(pe_t *pe, float *grads, const float *dx, int 
             }
         return;
     }
-#pragma omp parallel for schedule(static) if (parallel : par_worth(0.3 * B * T * C))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_ADD * B * T * C))
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++) {
             const float *d = dx + ((size_t)b * T + t) * C;

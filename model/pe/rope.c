@@ -128,7 +128,7 @@ void rope_apply(float *qkv, int B, int T, int C, int NH, const float *cs, const 
                 float qmul, int dir, const int *pos) {
     int hs = C / NH, half = hs / 2;
     float sgn = (float)dir;
-#pragma omp parallel for schedule(static) if (parallel : par_worth(1.5 * B * T * C))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_ROPE * B * T * C))
     for (size_t bt = 0; bt < (size_t)B * T; bt++) {
         size_t t = pos ? (size_t)pos[bt] : bt % T;
         const float *c_s = cs + t * half * 2;

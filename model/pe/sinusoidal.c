@@ -27,7 +27,7 @@ static void sinusoidal_input_forward(pe_t *pe, const float *params, float *x, in
     int C = pe->cfg->d_model;
     float base = (float)pe->opt[SIN_BASE];
     float amp = isnan(pe->opt[SIN_SCALE]) ? 1.0f / sqrtf((float)C) : (float)pe->opt[SIN_SCALE];
-#pragma omp parallel for schedule(static) if (parallel : par_worth(30.0 * T * C * (pos ? B : 1)))
+#pragma omp parallel for schedule(static) if (parallel : par_worth(PAR_NS_SINUSOID * T * C * (pos ? B : 1)))
     for (int t = 0; t < T; t++) {
         for (int b = 0; b < (pos ? B : 1); b++) {  // without positions, one row serves every sequence
             int p = pos ? pos[(size_t)b * T + t] : t;
