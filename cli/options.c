@@ -80,15 +80,21 @@ static void print_words(FILE *f, const char *text, int *col, int indent) {
     }
 }
 
-static void print_option(FILE *f, const char *name, const char *metavar, const char *help, const char *def) {
-    char left[64];
-    snprintf(left, sizeof left, "--%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
+// One row: `left` in the first column (a line of its own when too long),
+// help and def wrapped beside it.
+static void print_row(FILE *f, const char *left, const char *help, const char *def) {
     int col = HELP_INDENT;
     if (strlen(left) <= HELP_INDENT - 3) fprintf(f, "  %-22s ", left);
     else fprintf(f, "  %s\n%*s", left, HELP_INDENT, "");
     print_words(f, help, &col, HELP_INDENT);
     print_words(f, def, &col, HELP_INDENT);
     fputc('\n', f);
+}
+
+static void print_option(FILE *f, const char *name, const char *metavar, const char *help, const char *def) {
+    char left[64];
+    snprintf(left, sizeof left, "--%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
+    print_row(f, left, help, def);
 }
 
 // The encodings' options: one each, with the encodings that take them.
@@ -104,6 +110,29 @@ static void print_pe_options(FILE *f) {
                      help, def);
     }
 }
+
+// The environment variables train reads (core/startup.c, plot/canvas.c;
+// the PELAB_TEST_ ones are the test suite's hooks, core/hooks.c): a test
+// finds every getenv of the sources here and in docs/options.md.
+static const char *const help_environment[][3] = {
+    {"PELAB_PARALLEL_MIN=NS",
+     "a parallel region estimated to take one core less than NS nanoseconds runs on one thread; 0: every region "
+     "on --threads (the bits are the same either way)",
+     "[50000]"},
+    {"PELAB_FONT=FILE", "the TrueType font of the pictures' text",
+     "[DejaVu Sans where installed, else a built-in pixel font]"},
+    {"OPENBLAS_CORETYPE=KIND",
+     "OpenBLAS's kernel, as OpenBLAS reads it; unset, where OpenBLAS would fall back to Prescott train starts again "
+     "with Haswell or SkylakeX, the best the CPU runs",
+     ""},
+    {"OMP_WAIT_POLICY", "how idle threads wait, as libgomp reads it; with neither set, train starts again with "
+                        "GOMP_SPINCOUNT=10000 (a short spin, then sleep)",
+     ""},
+    {"GOMP_SPINCOUNT", "the same, as libgomp reads it", ""},
+    {"PELAB_ENV_SET", "set by train when it starts itself again with the settings above; set it yourself to skip "
+                      "them (libgomp's and OpenBLAS's own defaults)",
+     ""},
+};
 
 // Commands that run as written in a fresh clone (the GPL text is on every
 // Debian system).
@@ -147,6 +176,9 @@ void options_usage(FILE *f) {
             print_option(f, s->name, s->metavar, s->help, def);
         }
     }
+    fprintf(f, "\nenvironment\n");
+    for (size_t i = 0; i < sizeof help_environment / sizeof help_environment[0]; i++)
+        print_row(f, help_environment[i][0], help_environment[i][1], help_environment[i][2]);
     fprintf(f, "\nexamples\n");
     for (size_t i = 0; i < sizeof help_examples / sizeof help_examples[0]; i++)
         fprintf(f, "  %s\n      %s\n", help_examples[i][0], help_examples[i][1]);

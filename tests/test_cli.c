@@ -408,6 +408,50 @@ static int test_help_lists_every_option(void) {
     return fails;
 }
 
+// Every environment variable the trainer's sources read (a literal
+// getenv("NAME") in train.c and its directories; the PELAB_TEST_ hooks
+// excepted) is named in --help's environment section and in docs/options.md's
+// Environment section, so a new variable cannot go unmentioned.
+static int test_help_lists_every_variable(void) {
+    int fails = 0, found = 0;
+    int s = run_train("--help");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--help exit");
+    static char help[1 << 16], doc[1 << 18], src[1 << 20];
+    const char *from = strstr(out_buf, "\nenvironment\n"), *to = from ? strstr(from, "\nexamples\n") : NULL;
+    EXPECT(from && to, "--help has no environment section before its examples");
+    snprintf(help, sizeof help, "%.*s", from && to ? (int)(to - from) : 0, from ? from : "");
+    slurp("docs/options.md", doc, sizeof doc);
+    char *sec = strstr(doc, "\n## Environment\n"), *end = sec ? strstr(sec + 1, "\n## ") : NULL;
+    EXPECT(sec != NULL, "docs/options.md has no '## Environment' section");
+    if (end) *end = '\0';
+    static const char *const dirs[] = {".", "cli", "core", "data", "eval", "model", "model/pe", "plot", "run"};
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
+        DIR *dir = opendir(dirs[d]);
+        EXPECT(dir != NULL, "cannot list %s (the suite runs from the repository)", dirs[d]);
+        for (struct dirent *e; dir && (e = readdir(dir));) {
+            size_t n = strlen(e->d_name);
+            int source = n > 2 && (!strcmp(e->d_name + n - 2, ".c") || !strcmp(e->d_name + n - 2, ".h"));
+            if (!source || (d == 0 && strcmp(e->d_name, "train.c") != 0)) continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            slurp(path, src, sizeof src);
+            for (const char *p = strstr(src, "getenv(\""); p; p = strstr(p + 1, "getenv(\"")) {
+                char name[64];
+                if (sscanf(p + 8, "%63[A-Z0-9_]", name) != 1 || !strncmp(name, "PELAB_TEST_", 11)) continue;
+                found++;
+                char word[72];
+                snprintf(word, sizeof word, "`%s", name);
+                EXPECT(strstr(help, name), "--help's environment section lacks %s (read in %s)", name, path);
+                EXPECT(sec && strstr(sec, word), "docs/options.md's Environment section lacks %s (read in %s)", name,
+                       path);
+            }
+        }
+        if (dir) closedir(dir);
+    }
+    EXPECT(found >= 5, "found %d getenv calls in the sources; expected at least the 5 of core/ and plot/", found);
+    return fails;
+}
+
 // An option is refused with an encoding that does not take it, naming the
 // encodings that do; with a checkpoint only evaluation options are taken.
 static int test_options_belong_to_encodings(void) {
@@ -1819,6 +1863,7 @@ const test_case cli_tests[] = {
     {"cli/log_continues_over_resume", test_log_continues_over_resume},
     {"cli/bad_input_table", test_bad_input_table},
     {"cli/help_lists_every_option", test_help_lists_every_option},
+    {"cli/help_lists_every_variable", test_help_lists_every_variable},
     {"docs/checkpoint_page_lists_every_tensor", test_checkpoint_page_lists_every_tensor},
     {"cli/options_belong_to_encodings", test_options_belong_to_encodings},
     {"cli/v1_checkpoints_still_load", test_v1_checkpoints_still_load},
