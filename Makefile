@@ -121,8 +121,9 @@ train-mpi: $(LIB_SRC) train.c $(HEADERS) build/commit.h build/flags | check-deps
 	@command -v $(MPICC) >/dev/null || { echo "no $(MPICC): install OpenMPI with  scripts/install-deps.sh --mpi"; exit 1; }
 	$(MPICC) $(CFLAGS) -DPELAB_MPI $(LDFLAGS) -o $@ train.c $(LIB_SRC) $(LDLIBS)
 
+# The suite is told train's sources (cli/help_lists_every_variable reads them).
 tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h build/flags | check-deps
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
+	$(CC) $(CFLAGS) -DPELAB_TRAIN_SOURCES='"$(strip train.c $(LIB_SRC) $(HEADERS))"' $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
 
 bench-pelab: $(LIB_SRC) bench/bench.c $(HEADERS) build/flags | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench.c $(LIB_SRC) $(LDLIBS)

@@ -114,25 +114,31 @@ static void print_pe_options(FILE *f) {
 // The environment variables train reads (core/startup.c, plot/canvas.c;
 // the PELAB_TEST_ ones are the test suite's hooks, core/hooks.c): a test
 // finds every getenv of the sources here and in docs/options.md.
-static const char *const help_environment[][3] = {
-    {"PELAB_PARALLEL_MIN=NS",
-     "a parallel region estimated to take one core less than NS nanoseconds runs on one thread; 0: every region "
-     "on --threads (the bits are the same either way)",
-     "[50000]"},
-    {"PELAB_FONT=FILE", "the TrueType font of the pictures' text",
-     "[DejaVu Sans where installed, else a built-in pixel font]"},
-    {"OPENBLAS_CORETYPE=KIND",
-     "OpenBLAS's kernel, as OpenBLAS reads it; unset, where OpenBLAS would fall back to Prescott train starts again "
-     "with Haswell or SkylakeX, the best the CPU runs",
-     ""},
-    {"OMP_WAIT_POLICY", "how idle threads wait, as libgomp reads it; with neither set, train starts again with "
-                        "GOMP_SPINCOUNT=10000 (a short spin, then sleep)",
-     ""},
-    {"GOMP_SPINCOUNT", "the same, as libgomp reads it", ""},
-    {"PELAB_ENV_SET", "set by train when it starts itself again with the settings above; set it yourself to skip "
-                      "them (libgomp's and OpenBLAS's own defaults)",
-     ""},
-};
+static void print_environment(FILE *f) {
+    char par_min[32];
+    snprintf(par_min, sizeof par_min, "[%g]", PAR_MIN_NS);
+    const char *const rows[][3] = {
+        {"PELAB_PARALLEL_MIN=NS",
+         "a parallel region estimated to take one core less than NS nanoseconds runs on one thread; 0: every "
+         "region on --threads (the bits are the same either way)",
+         par_min},
+        {"PELAB_FONT=FILE", "the TrueType font of the pictures' text",
+         "[DejaVu Sans where installed, else a built-in pixel font]"},
+        {"OPENBLAS_CORETYPE=KIND",
+         "OpenBLAS's kernel, as OpenBLAS reads it; unset, where OpenBLAS would fall back to Prescott train starts "
+         "again with Haswell or SkylakeX, the best the CPU runs",
+         ""},
+        {"OMP_WAIT_POLICY", "how idle threads wait, as libgomp reads it; with neither set, train starts again with "
+                            "GOMP_SPINCOUNT=10000 (a short spin, then sleep)",
+         ""},
+        {"GOMP_SPINCOUNT", "the same, as libgomp reads it", ""},
+        {"PELAB_ENV_SET", "set by train when it starts itself again with the settings above; set it yourself to skip "
+                          "them (libgomp's and OpenBLAS's own defaults)",
+         ""},
+    };
+    fprintf(f, "\nenvironment\n");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) print_row(f, rows[i][0], rows[i][1], rows[i][2]);
+}
 
 // Commands that run as written in a fresh clone (the GPL text is on every
 // Debian system).
@@ -176,9 +182,7 @@ void options_usage(FILE *f) {
             print_option(f, s->name, s->metavar, s->help, def);
         }
     }
-    fprintf(f, "\nenvironment\n");
-    for (size_t i = 0; i < sizeof help_environment / sizeof help_environment[0]; i++)
-        print_row(f, help_environment[i][0], help_environment[i][1], help_environment[i][2]);
+    print_environment(f);
     fprintf(f, "\nexamples\n");
     for (size_t i = 0; i < sizeof help_examples / sizeof help_examples[0]; i++)
         fprintf(f, "  %s\n      %s\n", help_examples[i][0], help_examples[i][1]);

@@ -409,8 +409,8 @@ static int test_help_lists_every_option(void) {
 }
 
 // Every environment variable the trainer's sources read (a literal
-// getenv("NAME") in train.c and its directories; the PELAB_TEST_ hooks
-// excepted) is named in --help's environment section and in docs/options.md's
+// getenv("NAME") in train.c and the Makefile's LIB_SRC and HEADERS, given as
+// PELAB_TRAIN_SOURCES; the PELAB_TEST_ hooks excepted) is named in --help's environment section and in docs/options.md's
 // Environment section, so a new variable cannot go unmentioned.
 static int test_help_lists_every_variable(void) {
     int fails = 0, found = 0;
@@ -424,29 +424,21 @@ static int test_help_lists_every_variable(void) {
     char *sec = strstr(doc, "\n## Environment\n"), *end = sec ? strstr(sec + 1, "\n## ") : NULL;
     EXPECT(sec != NULL, "docs/options.md has no '## Environment' section");
     if (end) *end = '\0';
-    static const char *const dirs[] = {".", "cli", "core", "data", "eval", "model", "model/pe", "plot", "run"};
-    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
-        DIR *dir = opendir(dirs[d]);
-        EXPECT(dir != NULL, "cannot list %s (the suite runs from the repository)", dirs[d]);
-        for (struct dirent *e; dir && (e = readdir(dir));) {
-            size_t n = strlen(e->d_name);
-            int source = n > 2 && (!strcmp(e->d_name + n - 2, ".c") || !strcmp(e->d_name + n - 2, ".h"));
-            if (!source || (d == 0 && strcmp(e->d_name, "train.c") != 0)) continue;
-            char path[512];
-            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
-            slurp(path, src, sizeof src);
-            for (const char *p = strstr(src, "getenv(\""); p; p = strstr(p + 1, "getenv(\"")) {
-                char name[64];
-                if (sscanf(p + 8, "%63[A-Z0-9_]", name) != 1 || !strncmp(name, "PELAB_TEST_", 11)) continue;
-                found++;
-                char word[72];
-                snprintf(word, sizeof word, "`%s", name);
-                EXPECT(strstr(help, name), "--help's environment section lacks %s (read in %s)", name, path);
-                EXPECT(sec && strstr(sec, word), "docs/options.md's Environment section lacks %s (read in %s)", name,
-                       path);
-            }
+    const char *list = PELAB_TRAIN_SOURCES;
+    for (size_t n; (n = strcspn(list += strspn(list, " "), " ")) > 0; list += n) {
+        char path[512];
+        snprintf(path, sizeof path, "%.*s", (int)n, list);
+        slurp(path, src, sizeof src);
+        EXPECT(src[0], "cannot read %s (the suite runs from the repository)", path);
+        for (const char *p = strstr(src, "getenv(\""); p; p = strstr(p + 1, "getenv(\"")) {
+            char name[64];
+            if (sscanf(p + 8, "%63[A-Z0-9_]", name) != 1 || !strncmp(name, "PELAB_TEST_", 11)) continue;
+            found++;
+            char word[72];
+            snprintf(word, sizeof word, "`%s", name);
+            EXPECT(strstr(help, name), "--help's environment section lacks %s (read in %s)", name, path);
+            EXPECT(sec && strstr(sec, word), "docs/options.md's Environment section lacks %s (read in %s)", name, path);
         }
-        if (dir) closedir(dir);
     }
     EXPECT(found >= 5, "found %d getenv calls in the sources; expected at least the 5 of core/ and plot/", found);
     return fails;
