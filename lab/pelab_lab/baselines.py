@@ -37,8 +37,7 @@ def byte_baselines(path, lengths, eval_tokens):
     train = b[:n_train]
     uni = np.bincount(train, minlength=256) + ADD
     uni = np.log(uni / uni.sum())
-    pairs = np.zeros((256, 256))
-    np.add.at(pairs, (train[:-1], train[1:]), 1)
+    pairs = np.bincount(train[:-1] * 256 + train[1:], minlength=256 * 256).reshape(256, 256).astype(float)
     big = np.log((pairs + ADD) / (pairs + ADD).sum(axis=1, keepdims=True))
     n_val = len(b) - n_train
     out = {}

@@ -387,3 +387,41 @@ def rope_decay(frame, sizes, bases, title, stem, train_ctx=None):
         ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     return save(fig, stem)
+
+
+def scale_panels(evals, title, stem):
+    """The ladder at a glance, one row of panels per training length: the loss
+    at the training length against non-embedding parameters (log-log), and
+    the extrapolation ratio ppl(16×) / ppl(1×) against them; one line per
+    encoding, mean with its 95% band, thin lines per seed."""
+    ctxs = sorted(evals["train_ctx"].unique())
+    fig, axes = plt.subplots(len(ctxs), 2, figsize=(11, 4.2 * len(ctxs)), squeeze=False)
+    for row, L0 in zip(axes, ctxs):
+        g = evals[evals["train_ctx"] == L0]
+        labels = list(dict.fromkeys(g["pe"]))
+        for i, pe in enumerate(labels):
+            h = g[g["pe"] == pe]
+            xs = sorted(h["params"].unique())
+            one = h[h["factor"] == 1]
+            _band(row[0], xs, [one[one["params"] == x]["loss"].to_numpy() for x in xs], encoding_style(pe, i), pe,
+                  _per_seed(one, "params", "loss", xs), band=len(labels) <= 6)
+            far = h[(h["factor"] == 16) & h["log_ratio"].notna()]
+            if not far.empty:
+                fx = sorted(far["params"].unique())
+                ratio = far.assign(ratio=np.exp(far["log_ratio"]))
+                _band(row[1], fx, [ratio[ratio["params"] == x]["ratio"].to_numpy() for x in fx], encoding_style(pe, i), pe,
+                      _per_seed(ratio, "params", "ratio", fx), band=len(labels) <= 6)
+        row[1].axhline(1, color="grey", linewidth=0.8, linestyle=":")
+        for ax, ylabel in ((row[0], f"validation loss at {L0} (nats per byte)"),
+                           (row[1], f"ppl at {16 * L0} / ppl at {L0}")):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            _log_axis(ax.yaxis, *ax.get_ylim())
+            ax.set_xlabel("non-embedding parameters")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3, which="both")
+        row[0].set_title(f"trained at {L0}: loss against size", fontsize=9)
+        row[1].set_title(f"trained at {L0}: extrapolation to 16× against size", fontsize=9)
+        row[1].legend(fontsize=7, ncol=2)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)

@@ -27,7 +27,8 @@ class Run:
     reads: str = None        # arm whose checkpoint (same seed) this run reads
     reads_exp: str = None    # the experiment of that arm, when not this one (kind evaluate)
     read_flag: str = None    # --load (evaluation) or --init (fine-tune)
-    uses_text: bool = False  # reads the config's text corpus
+    uses_text: bool = False  # reads a text corpus: the experiment's `text`, else the config's
+    text: str = None         # the experiment's own corpus (a name of `corpora` or a path), or None
     env: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)   # columns of the tidy table
 
@@ -292,6 +293,71 @@ def _sweep(name, spec, reg, seeds, args):
     return runs
 
 
+def non_embedding_params(d, layers):
+    """A block's matrices (attention's four d×d, the MLP's two d×4d), the
+    count scaling laws use (Kaplan et al. 2020): 12·d²·layers."""
+    return 12 * d * d * layers
+
+
+def scale_budget(spec, size, smallest, where):
+    """(steps, lr) of a size by the ladder's stated rules: tokens grow as
+    (N / N_smallest)^tokens_exponent from `tokens` at the smallest size, in
+    steps of `tokens_per_step`; lr = lr × (64 / d)^lr_exponent."""
+    tokens = _need(spec, "tokens", where, float)
+    per_step = _need(spec, "tokens_per_step", where)
+    t_exp = float(spec.get("tokens_exponent", 1 / 3))
+    lr_exp = float(spec.get("lr_exponent", 0.5))
+    n = non_embedding_params(size["d_model"], size["layers"])
+    steps = max(1, round(tokens * (n / smallest) ** t_exp / per_step))
+    lr = _need(spec, "lr", where, float) * (64 / size["d_model"]) ** lr_exp
+    return steps, float(f"{lr:.4g}")
+
+
+def _scale(name, spec, reg, seeds, args):
+    """The model-size ladder: every size × training length × encoding × seed,
+    each run trained on the experiment's corpus and scored at the
+    `eval_factors` multiples of its training length, with and without a
+    sliding window of the training length (one run does both)."""
+    where = f"experiment {name}"
+    sizes = spec.get("sizes")
+    if not isinstance(sizes, dict) or not sizes:
+        raise ConfigError(f"{where}: 'sizes' must map a size's name to d_model, layers, heads")
+    per_step = _need(spec, "tokens_per_step", where)
+    factors = spec.get("eval_factors", [1, 4, 16])
+    lengths = spec.get("ctx", [64])
+    checked = {}
+    for sname, sz in sizes.items():
+        w = f"{where}, size {sname}"
+        if not isinstance(sz, dict):
+            raise ConfigError(f"{w}: give d_model, layers and heads")
+        checked[sname] = {k: _need(sz, k, w) for k in ("d_model", "layers", "heads")}
+        if checked[sname]["d_model"] % checked[sname]["heads"]:
+            raise ConfigError(f"{w}: heads must divide d_model")
+    smallest = min(non_embedding_params(s["d_model"], s["layers"]) for s in checked.values())
+    runs = []
+    for sname, sz in sizes.items():
+        size = checked[sname]
+        steps, lr = scale_budget(spec, size, smallest, f"{where}, size {sname}")
+        size_seeds = parse_seeds(sz["seeds"], f"{where}, size {sname}") if "seeds" in sz else seeds
+        for L in lengths:
+            if L != lengths[0] and not sz.get("long"):
+                continue   # the longer training lengths only for the sizes marked long
+            if per_step % L:
+                raise ConfigError(f"{where}: tokens_per_step {per_step} is not a multiple of ctx {L}")
+            model = ["--d-model", str(size["d_model"]), "--layers", str(size["layers"]), "--heads", str(size["heads"])]
+            train = ["--ctx", str(L), "--batch", str(per_step // L), "--steps", str(steps), "--lr", str(lr)]
+            evals = ["--eval-ctx", ",".join(str(L * f) for f in factors), "--eval-window", str(L),
+                     "--eval-tokens", str(_need(spec, "eval_tokens", where))]
+            for pe in _encodings(spec, reg, where):
+                for s in size_seeds:
+                    runs.append(Run(name, f"{sname}.c{L}.{pe}", f"{pe} {sname} ctx {L}", s,
+                                    ["--pe", pe, "--data", "{text}"] + model + train + evals + args, uses_text=True,
+                                    meta={"pe": pe, "size": sname, "params": non_embedding_params(size["d_model"], size["layers"]),
+                                          "d_model": size["d_model"], "layers": size["layers"], "train_ctx": L,
+                                          "steps": steps, "tokens": steps * per_step}))
+    return runs
+
+
 def _per_task(spec, key, tasks, where, parse):
     """A tasks experiment's setting given once for every task or as {task: value}.
     A value for a task the experiment does not train is passed over: a config
@@ -428,7 +494,7 @@ def _rope_decay(name, spec, reg, seeds, args):
 KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
          "sweep": _sweep, "tasks": _tasks, "task_budget": _tasks, "evaluate": _evaluate, "evaluate_tasks": _evaluate,
          "finetune_task": _finetune_task,
-         "rope_decay": _rope_decay}
+         "rope_decay": _rope_decay, "scale": _scale}
 
 
 def cpu_has(flag):
@@ -518,6 +584,7 @@ def plan(config, list_pe_text):
             r.env = env
             r.options = r.options + (gemm_options(spec) if "gemm" in spec else engine)   # an experiment's own engine
             r.uses_text = r.uses_text or "{text}" in r.options   # args may name the corpus as {text}
+            r.text = str(spec["text"]) if spec.get("text") and r.uses_text else None
         keys = [r.key for r in runs]
         if len(set(keys)) != len(keys):
             raise ConfigError(f"experiment {name}: two runs share a name; make its arms distinct")

@@ -24,7 +24,8 @@ TITLES = {"order": "Order: steps until the order task is solved, over seeds",
           "finetune": "RoPE context extension with fine-tuning",
           "sweep": "Sweeps: base frequencies, clipping distances, p-RoPE fractions",
           "tasks": "Tasks: trained short, tested long",
-          "task_budget": "Tasks learned first: the steps each task needs, from learning curves"}
+          "task_budget": "Tasks learned first: the steps each task needs, from learning curves",
+          "scale": "Scale: the encodings at several model sizes"}
 
 
 def machine(kernel=""):

@@ -488,8 +488,109 @@ def rope_decay(name, t, stem, spec):
         f"![rope decay]({stem.split('/')[-1]}.png)"])
 
 
+def _slope(x, y):
+    """OLS slope of y on x with its 95% interval and n: (slope, lo, hi, n)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(x)
+    if n < 3 or np.ptp(x) == 0:
+        return math.nan, math.nan, math.nan, n
+    r = stats.sps.linregress(x, y)
+    h = float(stats.sps.t.ppf(1 - stats.ALPHA / 2, n - 2)) * r.stderr
+    return float(r.slope), float(r.slope - h), float(r.slope + h), n
+
+
+def scale_frame(evals):
+    """One row per run and evaluation length, with the ladder's columns:
+    size, params (non-embedding), train_ctx, factor (eval_ctx / train_ctx),
+    log_ppl, and the per-run extrapolation ratio log ppl(L) − log ppl(train)."""
+    e = evals.copy()
+    e["factor"] = (e["eval_ctx"] / e["train_ctx"]).round().astype(int)
+    e["log_ppl"] = np.log(e["ppl"])
+    base = e[e["factor"] == 1].set_index(["pe", "size", "train_ctx", "seed"])["log_ppl"]
+    keys = list(zip(e["pe"], e["size"], e["train_ctx"], e["seed"]))
+    e["log_ratio"] = e["log_ppl"] - [base.get(k, math.nan) for k in keys]
+    return e
+
+
+def scale(name, t, stem, spec):
+    evals = scale_frame(t["evals"])
+    lengths = sorted(evals["eval_ctx"].unique())
+    base, base_note = _baselines(evals, lengths, stem)
+    evals[["pe", "size", "params", "d_model", "layers", "train_ctx", "steps", "tokens", "seed", "eval_ctx", "factor",
+           "loss", "ppl", "window_ppl", "log_ratio", "refused", "collapsed"]].to_csv(f"{stem}.csv", index=False)
+    sizes = (evals[["size", "params", "d_model", "layers", "steps", "tokens"]].drop_duplicates("size")
+             .sort_values("params"))
+    runs = t["runs"]
+    lr = {sz: g["lr"].iloc[0] for sz, g in runs.groupby("size")} if "lr" in runs else {}
+    secs = runs.groupby(["size", "train_ctx"])["train_seconds"].sum() / 3600 if "train_seconds" in runs else {}
+    budget = [[r.size, r.d_model, r.layers, f"{r.params:,}", f"{r.steps:,}", f"{r.tokens:,}",
+               f"{r.tokens / r.params:.1f}", f"{lr.get(r.size, math.nan):.4g}",
+               ", ".join(f"ctx {c}: {secs.get((r.size, c), math.nan):.2f}" for c in sorted(evals[evals["size"] == r.size]["train_ctx"].unique())),
+               ", ".join(f"{evals[(evals['size'] == r.size) & (evals['train_ctx'] == c)]['seed'].nunique()}"
+                         for c in sorted(evals[evals["size"] == r.size]["train_ctx"].unique()))]
+              for r in sizes.itertuples()]
+    parts = [
+        f"The model-size ladder: {len(sizes)} sizes × {evals['pe'].nunique()} encodings, each run trained on the "
+        "corpus's training files and scored on its held-out files at 1×, 4× and 16× its training length (the "
+        "full window, and a sliding window of the training length). Tokens per size by the stated rule: "
+        f"{spec.get('tokens', 0):,.0f} · (N / N_smallest)^{spec.get('tokens_exponent', 1 / 3):.4g}, N the non-embedding "
+        f"parameters (12·d²·layers); lr = {spec.get('lr')} · (64 / d)^{spec.get('lr_exponent', 0.5)}. CPU hours: the "
+        "runs' own training and evaluation time, one thread each. " + base_note, "",
+        _md(["size", "d", "layers", "N", "steps", "tokens", "tokens per N", "lr", "CPU hours", "seeds"], budget)]
+    for L0 in sorted(evals["train_ctx"].unique()):
+        g = evals[evals["train_ctx"] == L0]
+        szs = [s for s in sizes["size"] if s in set(g["size"])]
+        for f, what in ((1, f"Perplexity at the training length ({L0}), mean ± 95% t-interval over seeds"),
+                        (4, f"Extrapolation ratio at 4× ({4 * L0}): ppl(4×) / ppl(1×) per seed, mean ± 95% interval"),
+                        (16, f"Extrapolation ratio at 16× ({16 * L0}): ppl(16×) / ppl(1×) per seed, mean ± 95% interval")):
+            rows = []
+            for pe in _ordered(g, "pe"):
+                cells = [pe]
+                for sz in szs:
+                    h = g[(g["pe"] == pe) & (g["size"] == sz) & (g["factor"] == f)]
+                    if f == 1:
+                        k = int(h["collapsed"].sum())
+                        cells.append(stats.mean_ci(h["ppl"]).fmt(3) + (f" †{k}" if k else ""))
+                    else:
+                        cells.append(stats.mean_ci(np.exp(h["log_ratio"])).fmt(2) if h["log_ratio"].notna().any()
+                                     else "— (refused)")
+                rows.append(cells)
+            parts += ["", what + ".", "", _md(["pe"] + szs, rows)]
+    fit_rows, fits = [], []
+    for L0 in sorted(evals["train_ctx"].unique()):
+        g = evals[evals["train_ctx"] == L0]
+        if g["size"].nunique() < 2:
+            continue
+        for pe in _ordered(g, "pe"):
+            h = g[g["pe"] == pe]
+            one = h[h["factor"] == 1]
+            a, alo, ahi, n = _slope(np.log(one["params"]), np.log(one["loss"]))
+            row = {"pe": pe, "train_ctx": L0, "n": n, "loss_exponent": a, "loss_exponent_lo": alo, "loss_exponent_hi": ahi}
+            cells = [pe, L0, n, f"{-a:.3f} [{-ahi:.3f}, {-alo:.3f}]" if np.isfinite(a) else "—"]
+            for f in (4, 16):
+                r = h[h["factor"] == f]
+                b, blo, bhi, m = _slope(np.log(r["params"]), r["log_ratio"])
+                row.update({f"ratio{f}_slope": b, f"ratio{f}_slope_lo": blo, f"ratio{f}_slope_hi": bhi})
+                cells.append(f"{b:+.3f} [{blo:+.3f}, {bhi:+.3f}]" if np.isfinite(b) else "—")
+            fits.append(row)
+            fit_rows.append(cells)
+    pd.DataFrame(fits).to_csv(f"{stem}_fit.csv", index=False)
+    if fit_rows:
+        parts += ["", "Trends with size, per encoding: the power law loss ∝ N^−α fitted by least squares to every run's "
+                  "loss at the training length (log loss on log N; α with its 95% interval), and the slope of the log "
+                  "extrapolation ratio against log N (0: the ratio does not change with size; negative: larger models "
+                  "extrapolate better). A fit over the sizes this table has, not beyond them.", "",
+                  _md(["pe", "train ctx", "runs", "α (loss ∝ N^−α)", "slope of log ratio 4×", "slope of log ratio 16×"],
+                      fit_rows)]
+    figures.scale_panels(evals, f"{name}: loss and extrapolation against model size", stem)
+    parts += ["", f"![{name}]({stem.split('/')[-1]}.png)"]
+    return "\n".join(parts)
+
+
 BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks, "task_budget": task_budget,
-            "evaluate": evaluate, "evaluate_tasks": tasks, "finetune_task": tasks, "rope_decay": rope_decay}
+            "evaluate": evaluate, "evaluate_tasks": tasks, "finetune_task": tasks, "rope_decay": rope_decay, "scale": scale}
 
 
 def outputs(kind, stem):
@@ -503,6 +604,7 @@ def outputs(kind, stem):
             "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "task_budget": [f"{stem}.md", f"{stem}.csv", f"{stem}_curve.csv"] + figs(stem) + figs(f"{stem}_acc"),
             "rope_decay": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
+            "scale": [f"{stem}.md", f"{stem}.csv", f"{stem}_fit.csv", f"{stem}_baselines.csv"] + figs(stem),
             "evaluate_tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "finetune_task": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
             "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_probe.csv", f"{stem}_baselines.csv"]
