@@ -10,9 +10,12 @@ output and is never edited by hand.
 results give (CI runs it on the committed results/ and docs/claims.md).
 """
 import argparse
+import datetime
 import difflib
 import math
 import re
+import shlex
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -42,15 +45,28 @@ Holm-adjusted (family-wise α = 0.05); the interval shown is the unadjusted
   from 0 on the bound's side, **contrary** when separated on the other, else **inconclusive** (as for an
   equality);
 - **inconclusive**: not separated from 0, and the paper's effect is at least the smallest effect this n
-  detects with 80% power (or the paper gives no number to compare: its effect is then taken as detectable);
-- **underpowered**: not separated from 0, and the paper's effect is smaller than what this n detects;
-- **not testable here**: a precondition fails (the models did not learn the task at the training sizes,
-  both sides are worse than the byte-unigram model there, or fewer than 2 pairs).
+  detects with 80% power (or the paper gives no number to compare: its effect is then taken as detectable;
+  or its number is in a unit with no honest conversion to the row's metric: "effect not comparable");
+- **underpowered**: not separated from 0, and the paper's effect, converted to the row's metric, is smaller
+  than what this n detects;
+- **not testable here**: a precondition fails. The code applies these to every comparison, whatever the
+  declaration says (a declaration may add one, never remove one):
+  - *collapse*: both sides are worse than the byte-unigram model at their length on the majority of their
+    seeds, judged on each side's absolute perplexity (also where the row compares ratios of lengths);
+  - *not learned*: on a read past a task's training sizes, a seed whose model did not learn the training
+    sizes (exact match ≥ 0.95) is left out, and said so with its difference; a declaration may require the
+    same of the experiment whose checkpoints a row evaluates (learned in EXP);
+  - *fewer than 2 pairs* (or runs) remain;
+  - *scale*: the claim declares the least scale its mechanism needs (e.g. 3 layers) and pelab's models,
+    read from the table's own command, are smaller.
 
 A claim's verdict: contrary if any comparison is contrary; consistent if every testable comparison is;
 not testable here if none is testable; otherwise inconclusive if any comparison is, else underpowered.
-Prose below a claim may explain its verdict, never change it."""
+A claim of existence ("some base other than 10000 helps", declared holds_if: some) is consistent if any
+testable comparison is, contrary if every one is contrary. Prose below a claim may explain its verdict,
+never change it."""
 
+REDECLARED = "**Re-declared after the data**"
 VERDICTS = ("consistent", "contrary", "inconclusive", "underpowered", "not testable here")
 ALPHA = stats.ALPHA
 
@@ -86,10 +102,12 @@ def provenance(results, exp):
     path = Path(results) / f"{exp}.md"
     if not path.is_file():
         return "no table"
-    for line in path.read_text().splitlines():
+    text = path.read_text()
+    made = re.search(r"^Made by: (.*?)\.?$", text, re.M)
+    for line in text.splitlines():
         m = re.match(r"(Workflow|Command):.*? — (.*?)(;|$)", line)
         if m:
-            return m.group(2).strip()
+            return m.group(2).strip() + (f"; made by {made.group(1)}" if made else "")
     return "unknown"
 
 
@@ -116,7 +134,8 @@ def _side(df, sel, metric, where):
     length, so that fit and extrapolation are told apart)."""
     sel = dict(sel)
     minus = sel.pop("minus", None)
-    a = _one(df, sel, where)
+    a = _one(df, sel, where).copy()
+    a["_abs"] = a[metric].astype(float)   # the first selection's own value: a ratio row's collapse is judged on it
     if minus is None:
         return a
     b = _one(df, {**sel, **minus}, f"{where} (minus)")
@@ -147,53 +166,119 @@ def n_needed(effect, sd):
 
 
 def _side_of(results, spec, sel, at, where):
-    """A side's rows: from the claim's experiment, or from the one its `exp` names."""
+    """A side's rows: from the claim's experiment, or from the one its `exp`
+    names; with the unigram baseline of that experiment and its name."""
     sel = {**at, **sel}
     exp = sel.pop("exp", spec["experiment"])
-    return _side(_read(results, exp), sel, spec["metric"], where), _baseline(results, exp)
+    return _side(_read(results, exp), sel, spec["metric"], where), _baseline(results, exp), exp
+
+
+def collapsed(rows, base):
+    """A side is collapsed when its perplexity at its length is worse than the
+    byte-unigram model's there on the majority of its seeds; judged on the
+    absolute perplexity of the side's own selection (a ratio row's too).
+    None when the side has no perplexity or its table no baseline."""
+    if "_abs" not in rows or "eval_ctx" not in rows or not base:
+        return None
+    u = base.get(int(rows["eval_ctx"].iloc[0]))
+    if u is None:
+        return None
+    worse = rows["_abs"].astype(float) > math.log(u)
+    return bool(worse.mean() > 0.5)
+
+
+def _reads_past_training(rows):
+    """A task side that reads sizes past the training ones (a length
+    generalisation read): only there does 'not learned' apply, since at the
+    training sizes learning them is what is measured."""
+    return "train_range" in rows and not bool(rows["train_range"].astype(bool).all())
+
+
+def _learned_seeds(rows):
+    return {s for s in rows.index if bool(rows.loc[s, "learned"])}
+
+
+def _learned_in(results, exp, side_sel, rows):
+    """Seeds whose model learned the training sizes in experiment `exp` (a
+    declared precondition: the density rows read checkpoints that `exp`
+    trained); the side's encoding is its label's first word."""
+    ref = _read(results, exp)
+    pe = str(side_sel.get("pe", "")).split(" (")[0]
+    m = ref[(ref["pe"] == pe) & (ref["range"] == 0)]
+    if "task" in side_sel:
+        m = m[m["task"] == side_sel["task"]]
+    ok = set(m.loc[m["learned"].astype(bool), "seed"])
+    return {s for s in rows.index if s in ok}
 
 
 def compare(results, spec, c, where):
-    """One comparison -> dict of numbers and a precondition failure (or None)."""
+    """One comparison -> dict of numbers, and the precondition that failed
+    (or None). The preconditions of RULE are applied here to every
+    comparison, whatever the declaration says; a declaration may add
+    `learned_in` (the checkpoints' own training experiment) and the claim's
+    `needs` (scale), never take one away."""
     metric = spec["metric"]
     at = {**spec.get("at", {}), **c.get("at", {})}
-    a, base = _side_of(results, spec, c["a"], at, f"{where}, A")
+    a, base_a, exp_a = _side_of(results, spec, c["a"], at, f"{where}, A")
     out = {"a": c.get("a_name") or _name(c["a"]), "b": c.get("b_name") or (_name(c["b"]) if "b" in c else f"{c['value']}"),
-           "failed": None, "predicts": c.get("predicts", spec["predicts"])}
-    pre = spec.get("preconditions", [])
+           "failed": None, "predicts": c.get("predicts", spec["predicts"]), "note": "", "exps": {exp_a}}
+    declared = [p for p in spec.get("preconditions", []) if isinstance(p, dict) and "learned_in" in p]
+    sides = [(a, {**at, **c["a"]})]
     if "b" in c:
-        b, _ = _side_of(results, spec, c["b"], at, f"{where}, B")
+        b, base_b, exp_b = _side_of(results, spec, c["b"], at, f"{where}, B")
+        out["exps"].add(exp_b)
+        sides.append((b, {**at, **c["b"]}))
+    # not learned: a seed whose model did not learn the training sizes is left out of a read past them
+    keep = None
+    why_lost = []
+    where_learned = ""
+    for rows, sel in sides:
+        ok = set(rows.index)
+        if metric == "acc" and "learned" in rows and _reads_past_training(rows):
+            ok &= _learned_seeds(rows)
+        for d in declared:
+            ok &= _learned_in(results, d["learned_in"], sel, rows)
+            where_learned = f" (learned in `{d['learned_in']}`)"
+        keep = ok if keep is None else keep & ok
+    if "b" in c:
         design = c.get("design", spec.get("design", "paired"))
-        seeds = sorted(set(a.index) & set(b.index))
-        if "learned" in pre:
-            seeds = [s for s in seeds if bool(a.loc[s, "learned"]) and bool(b.loc[s, "learned"])]
-            lost = len(set(a.index) & set(b.index)) - len(seeds)
-            out["note"] = f"{lost} seed(s) dropped: not learned at the training sizes" if lost else ""
-        if "not_collapsed" in pre and base and "eval_ctx" in a and "eval_ctx" in b:
-            La, Lb = int(a["eval_ctx"].iloc[0]), int(b["eval_ctx"].iloc[0])
-            if a[metric].mean() >= math.log(base.get(La, math.inf)) and b[metric].mean() >= math.log(base.get(Lb, math.inf)):
-                out["failed"] = "both sides worse than the byte-unigram model (collapsed)"
+        both = sorted(set(a.index) & set(b.index))
+        seeds = [s for s in both if s in keep]
+        lost = [s for s in both if s not in keep]
+        if lost:
+            dl = a.loc[lost, metric].astype(float).to_numpy() - b.loc[lost, metric].astype(float).to_numpy()
+            mean = float(np.nanmean(dl)) if np.isfinite(dl).any() else math.nan
+            why_lost.append(f"{len(lost)} seed(s) left out, not learned at the training sizes{where_learned}"
+                            + (f" (their A − B: mean {_num(mean)})" if np.isfinite(mean) else ""))
+        if all(collapsed(rows.loc[[s for s in rows.index if s in keep]], base)
+               for rows, base in ((a, base_a), (b, base_b))):
+            out["failed"] = "collapse: both sides worse than the byte-unigram model on most seeds"
         va, vb = a.loc[seeds, metric].astype(float), b.loc[seeds, metric].astype(float)
         if design == "paired":
             r = stats.paired(va.to_numpy(), vb.to_numpy())
             sd = _sd_for_power(va.to_numpy() - vb.to_numpy())
         else:
-            xa, xb = a[metric].astype(float), b[metric].astype(float)
+            xa = a.loc[[s for s in a.index if s in keep], metric].astype(float)
+            xb = b.loc[[s for s in b.index if s in keep], metric].astype(float)
             r = stats.welch(xa.to_numpy(), xb.to_numpy())
             sd = math.sqrt((np.var(xa, ddof=1) + np.var(xb, ddof=1)) / 2) if len(xa) > 1 and len(xb) > 1 else math.nan
         out.update(design="paired t" if design == "paired" else "Welch t", est=r.diff, lo=r.lo, hi=r.hi,
                    n=r.n_a if design == "paired" else f"{r.n_a} and {r.n_b}", p=r.p, mde=r.mde, sd=sd,
                    n_pairs=min(r.n_a, r.n_b))
     else:
-        va = a[metric].astype(float)
-        if "learned" in pre:
-            va = va[a["learned"].astype(bool)]
+        seeds = [s for s in a.index if s in keep]
+        lost = [s for s in a.index if s not in keep]
+        if lost:
+            why_lost.append(f"{len(lost)} seed(s) left out, not learned at the training sizes")
+        va = a.loc[seeds, metric].astype(float)
         d = va.to_numpy() - float(c["value"])
         r = stats.paired(d, np.zeros(len(d)))
         out.update(design="one-sample t", est=r.diff, lo=r.lo, hi=r.hi, n=r.n_a, p=r.p, mde=r.mde,
                    sd=_sd_for_power(d), n_pairs=r.n_a)
+    out["note"] = "; ".join(why_lost)
     if out["n_pairs"] < 2 and not out["failed"]:
-        out["failed"] = "fewer than 2 seeds to compare"
+        out["failed"] = ("not learned: fewer than 2 seeds learned the training sizes" if why_lost
+                         else "fewer than 2 seeds to compare")
     if out["failed"] is None and out["sd"] == 0 and np.isfinite(out["est"]):
         out["p"] = 0.0 if out["est"] != 0 else 1.0   # no spread: the difference is exact
     return out
@@ -207,9 +292,21 @@ def _name(sel):
     return text
 
 
-def verdict_of(c, predicts, effect):
+def effect_in_metric(value, decl):
+    """The paper's effect in the row's metric: its value times the
+    declaration's `to_metric` (e.g. per token → per byte); None where the
+    paper gives no number or no honest conversion exists (comparable: false)."""
+    if value is None or decl.get("comparable", True) is False:
+        return None
+    return float(value) * float(decl.get("to_metric", 1.0))
+
+
+def verdict_of(c, predicts, effect, comparable=True):
     if c["failed"]:
         return "not testable here"
+    if not comparable and predicts in ("<", ">") and not c["p_holm"] < ALPHA:
+        return "inconclusive"   # effect not comparable: no power verdict
+
     if predicts == "=":   # a claim of no difference: refuted by a separated one, never confirmed by a test
         return "contrary" if c["p_holm"] < ALPHA else "inconclusive"
     if predicts in ("≥", "≤"):   # a bound: decided by a separated difference only, either way
@@ -223,15 +320,72 @@ def verdict_of(c, predicts, effect):
     return "underpowered"
 
 
-def claim_verdict(vs):
+def claim_verdict(vs, holds_if="every"):
+    """holds_if 'every' (the default): the claim says each comparison goes the
+    paper's way; 'some': it says at least one does (an existence claim: "a
+    base other than 10000 helps")."""
     testable = [v for v in vs if v != "not testable here"]
     if not testable:
         return "not testable here"
-    if "contrary" in testable:
-        return "contrary"
-    if all(v == "consistent" for v in testable):
-        return "consistent"
+    if holds_if == "some":
+        if "consistent" in testable:
+            return "consistent"
+        if all(v == "contrary" for v in testable):
+            return "contrary"
+    else:
+        if "contrary" in testable:
+            return "contrary"
+        if all(v == "consistent" for v in testable):
+            return "consistent"
     return "inconclusive" if "inconclusive" in testable else "underpowered"
+
+
+# ./train's defaults for what a table's example command leaves out
+TRAIN_DEFAULTS = {"d-model": 64, "layers": 2, "ctx": 64, "batch": 16}
+
+
+def pelab_scale(results, exp, seen=()):
+    """The scale of experiment exp's models, read from the command its table
+    gives as an example (./train's defaults for what it leaves out); an
+    evaluation's from the experiment whose checkpoints it loads:
+    {d_model, layers, params (non-embedding, 12·d²·layers), ctx, tokens}."""
+    path = Path(results) / f"{exp}.md"
+    if not path.is_file():
+        return {}
+    m = re.search(r"e\.g\. `([^`]*)`", path.read_text())
+    if not m:
+        return {}
+    words = shlex.split(m.group(1))
+    opts = {w[2:]: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
+    load = opts.get("load", "")
+    lm = re.match(r"runs/([A-Za-z0-9_-]+)/", load)
+    if lm and lm.group(1) != exp and lm.group(1) not in seen:
+        return pelab_scale(results, lm.group(1), seen + (exp,))
+    num = lambda k: int(float(opts.get(k, TRAIN_DEFAULTS.get(k, 0)) or 0))
+    d, layers, ctx = num("d-model"), num("layers"), num("ctx")
+    out = {"d_model": d, "layers": layers, "params": 12 * d * d * layers, "ctx": ctx}
+    if "steps" in opts and not str(opts.get("data", "")).startswith("task:") and opts.get("data"):
+        out["tokens"] = num("steps") * num("batch") * ctx
+    return out
+
+
+def scale_shortfall(needs, scales):
+    """What the sides' models lack of the claim's `needs` (e.g. layers ≥ 3), or ''."""
+    short = []
+    for key, want in needs.items():
+        have = min((s.get(key, 0) for s in scales if s), default=0)
+        if have < want:
+            short.append(f"{key} {have} < {want}, the least the paper's mechanism needs")
+    return "; ".join(short)
+
+
+def scale_text(sc):
+    if not sc:
+        return "—"
+    parts = [f"{sc['params'] / 1e6:.2g}M non-embedding parameters", f"{sc['layers']} layers", f"ctx {sc['ctx']}"]
+    if sc.get("tokens"):
+        parts.append(f"{sc['tokens'] / 1e6:.2g}M training tokens")
+    return ", ".join(parts)
 
 
 def evaluate(claims, results, missing=None):
@@ -251,23 +405,127 @@ def evaluate(claims, results, missing=None):
                               "predicts": c.get("predicts", cl["predicts"]), "design": "—", "n": "—",
                               "est": math.nan, "lo": math.nan, "hi": math.nan, "mde": math.nan, "sd": math.nan,
                               "p": math.nan, "failed": f"not computed: {str(err).split(': ', 1)[-1]}"})
+        scale = {e: pelab_scale(results, e) for e in sorted({x for c in comps for x in c.get("exps", ())})}
+        for c in comps:   # the claim's declared scale precondition, before Holm: a comparison it fails is not in the family
+            short = scale_shortfall(cl.get("needs") or {}, [scale[e] for e in sorted(c.get("exps", ()))])
+            if short and not c["failed"]:
+                c["failed"] = f"scale: {short}"
         ok = [c for c in comps if not c["failed"] and np.isfinite(c["p"])]
         if ok:
             adj = multipletests([c["p"] for c in ok], alpha=ALPHA, method="holm")[1]
             for c, p in zip(ok, adj):
                 c["p_holm"] = float(p)
-        claim_effect = (cl.get("paper_effect") or {}).get("value")
+        pe_decl = cl.get("paper_effect") or {}
+        comparable = pe_decl.get("comparable", True)
         for c, decl in zip(comps, cl["comparisons"]):
-            effect = decl.get("paper_effect", claim_effect)
+            effect = effect_in_metric(decl.get("paper_effect", pe_decl.get("value")), pe_decl)
             c["paper_effect"] = effect
             c.setdefault("p_holm", math.nan)
             if not c["failed"] and not np.isfinite(c["p_holm"]):
                 c["failed"] = "no spread and no difference to test"
-            c["verdict"] = verdict_of(c, c["predicts"], effect)
+            c["verdict"] = verdict_of(c, c["predicts"], effect, comparable)
             c["n_for_paper"] = n_needed(effect, c["sd"]) if effect is not None else math.nan
-        out.append({**cl, "results": comps, "verdict": claim_verdict([c["verdict"] for c in comps]),
-                    "made": provenance(results, cl["experiment"])})
+        verdict = claim_verdict([c["verdict"] for c in comps], cl.get("holds_if", "every"))
+        out.append({**cl, "results": comps, "verdict": verdict, "made": provenance(results, cl["experiment"]),
+                    "scale": scale, "tables": {e: provenance(results, e) for e in scale}})
     return out
+
+
+# ---- declarations against the data ----
+
+HYPOTHESIS = ("experiment", "metric", "predicts", "at", "comparisons", "preconditions", "holds_if", "needs")
+
+
+def _comparison_text(c, predicts):
+    b = _name(c["b"]) if "b" in c else f"value {c.get('value')}"
+    return f"{_name(c['a'])} − {b} {c.get('predicts', predicts)} 0"
+
+
+def hypothesis_changes(old, new):
+    """What changed in a claim's hypothesis between two declarations, as
+    (before, after) texts; [] when nothing that decides a verdict did."""
+    # the rule's own preconditions were once declared by name; now applied to every comparison, naming
+    # them or not changes nothing
+    old, new = ({**d, "preconditions": [p for p in d.get("preconditions") or [] if p not in ("learned", "not_collapsed")] or None}
+                for d in (old, new))
+    if all(old.get(k) == new.get(k) for k in HYPOTHESIS):
+        return []
+    out = []
+    for k in ("experiment", "metric", "predicts", "at", "preconditions", "holds_if", "needs"):
+        if old.get(k) != new.get(k):
+            out.append((f"{k} {old.get(k)!r}", f"{k} {new.get(k)!r}"))
+    before = [_comparison_text(c, old.get("predicts")) for c in old.get("comparisons") or []]
+    after = [_comparison_text(c, new.get("predicts")) for c in new.get("comparisons") or []]
+    gone, came = [c for c in before if c not in after], [c for c in after if c not in before]
+    if gone or came:
+        out.append(("; ".join(gone) or "—", "; ".join(came) or "—"))
+    return out
+
+
+def _git(root, *args):
+    r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def declaration_history(claims_file, results):
+    """{claim id: [(table date, before, after)]}: every change of a claim's
+    hypothesis made after its table was first committed, from git's history
+    of the declarations (each commit of claims_file, then the working tree).
+    None where there is no history to read (not a git checkout, a shallow
+    clone, or a results folder outside the repository)."""
+    claims_file, results = Path(claims_file).resolve(), Path(results).resolve()
+    root = _git(claims_file.parent, "rev-parse", "--show-toplevel")
+    if root is None or (_git(root.strip(), "rev-parse", "--is-shallow-repository") or "").strip() != "false":
+        return None
+    root = Path(root.strip())
+    try:
+        rel, rel_results = claims_file.relative_to(root), results.relative_to(root)
+    except ValueError:
+        return None
+    versions = []
+    for line in (_git(root, "log", "--reverse", "--format=%H %ct", "--", str(rel)) or "").split("\n"):
+        if not line.strip():
+            continue
+        commit, when = line.split()
+        try:
+            doc = yaml.safe_load(_git(root, "show", f"{commit}:{rel}") or "")
+        except yaml.YAMLError:
+            continue
+        versions.append((int(when), {c["id"]: c for c in (doc or {}).get("claims", []) if isinstance(c, dict) and "id" in c}))
+    now = {c["id"]: c for c in yaml.safe_load(claims_file.read_text()).get("claims", [])}
+    versions.append((None, now))   # the working tree: later than any commit
+    births = {}
+
+    def birth(exp):
+        """When the data of exp's table first existed: the day its first
+        committed results/EXP.md says the table was made (the start of that
+        day: the order of two changes within a day is not recorded), or the
+        commit that first added its CSV, whichever is earlier."""
+        if exp not in births:
+            times = []
+            out = _git(root, "log", "--diff-filter=A", "--format=%ct", "--", str(rel_results / f"{exp}.csv")) or ""
+            times += [int(t) for t in out.split()[-1:]]
+            out = _git(root, "log", "--diff-filter=A", "--format=%H", "--", str(rel_results / f"{exp}.md")) or ""
+            if out.split():
+                m = re.search(r"— (\d{4}-\d{2}-\d{2})", _git(root, "show", f"{out.split()[-1]}:{rel_results / exp}.md") or "")
+                if m:
+                    times.append(int(datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()))
+            births[exp] = (min(times), datetime.datetime.fromtimestamp(min(times), datetime.timezone.utc).date().isoformat()) if times else None
+        return births[exp]
+
+    history = {}
+    for (_, prev), (when, cur) in zip(versions, versions[1:]):
+        for cid, new in cur.items():
+            old = prev.get(cid)
+            if old is None:
+                continue
+            b = birth(new.get("experiment", ""))
+            if b is None or (when is not None and when <= b[0]):
+                continue
+            for before, after in hypothesis_changes(old, new):
+                history.setdefault(cid, []).append((f"on or after {b[1]}, when its table `{new['experiment']}` was made",
+                                                    before, after))
+    return history
 
 
 # ---- writing ----
@@ -282,40 +540,95 @@ def _p(v):
     return "—" if not np.isfinite(v) else ("< 0.001" if v < 0.001 else f"{v:.3f}")
 
 
-def render(evaluated, claims_file):
+def machine_of(made):
+    """The machine part of a table's provenance ('2 cores (AMD EPYC, OpenBLAS kernel Haswell)'), or ''."""
+    by = re.search(r"made by (.*?); OpenBLAS kernel (\S+);", made or "")
+    if by:   # the runs' own record: the CPU, its kind and the build level
+        return f"{by.group(1)}, OpenBLAS kernel {by.group(2)}"
+    m = re.search(r"\d+ cores \(.*?kernel \w+\)", made or "")
+    return m.group(0) if m else ""
+
+
+def is_quote(claim):
+    """A claim that quotes the paper carries its sentence in double quotes."""
+    return bool(re.search(r'"[^"]{12,}"', claim))
+
+
+def effect_text(e):
+    pe = e.get("paper_effect") or {}
+    text = pe.get("note", "the paper gives no number pelab can compare")
+    if pe.get("value") is None:
+        return text
+    unit = pe.get("unit", e["metric"])
+    text += f" — {_num(pe['value'], 4)} in {unit}"
+    if pe.get("comparable", True) is False:
+        return text + f"; not comparable with pelab's {e['metric']} ({pe.get('conversion', 'no honest conversion')}): no power verdict"
+    conv = effect_in_metric(pe["value"], pe)
+    if pe.get("to_metric", 1.0) != 1.0:
+        text += f"; in pelab's {e['metric']}: {_num(conv, 4)} ({pe.get('conversion', '')})"
+    return text
+
+
+def render(evaluated, claims_file, history=None):
+    history = history or {}
     lines = ["# The claims ledger", "",
              f"Generated by `make claims` (`python3 -m pelab_lab.claims {claims_file} results`) from the "
              "experiments' tables in `results/`; every claim, its source in the paper, the comparisons that test "
              f"it and their preconditions are declared in `{claims_file}`. Do not edit this file: edit the "
              "declarations, or remake the experiments (`make experiments ONLY=EXP`) and run `make claims`. CI "
              "fails when this file is not what the committed results give.", "", "## The rule", "", RULE, "",
-             "## Summary", "", "| # | paper | claim (the paper's terms) | pelab's test | verdict |", "|---|---|---|---|---|"]
+             "## Summary", "",
+             "| # | paper | claim (the paper's words, or a paraphrase) | pelab's test | scale: the paper's / pelab's | verdict |",
+             "|---|---|---|---|---|---|"]
     for i, e in enumerate(evaluated, 1):
-        lines.append(f"| {i} | {e['paper']} | {e['claim']} ({e['source']}) | experiment `{e['experiment']}`, "
-                     f"{len(e['results'])} comparison(s) of {e['metric']} | **{e['verdict']}** |")
+        para = "" if is_quote(e["claim"]) else " *(a paraphrase: the paper's sentence is not quoted)*"
+        sc = e["scale"].get(e["experiment"]) or next((v for v in e["scale"].values() if v), {})
+        lines.append(f"| {i} | {e['paper']} | {e['claim']} ({e['source']}){para} | experiment `{e['experiment']}`, "
+                     f"{len(e['results'])} comparison(s) of {e['metric']} | {e.get('paper_scale', 'not stated')} / "
+                     f"{scale_text(sc)} | **{e['verdict']}** |")
     lines += ["", "## Verdicts at a glance", "", "| verdict | claims | which |", "|---|---|---|"]
     seen = {e["verdict"] for e in evaluated}
     for v in list(VERDICTS) + sorted(seen - set(VERDICTS)):
         rows = [f"{i} {e['paper']}" for i, e in enumerate(evaluated, 1) if e["verdict"] == v]
         if rows:
             lines.append(f"| {v} | {len(rows)} | {'; '.join(rows)} |")
+    tables = {}
+    for e in evaluated:
+        tables.update(e["tables"])
+    lines += ["", "## Where the tables were made", "",
+              "Each table's machine and date as its results/EXP.md records them (the machine's name, its core "
+              "count and the OpenBLAS kernel its runs pinned); a comparison whose two sides come from tables made "
+              "on different machines is marked in its row.", "", "| table | made |", "|---|---|"]
+    lines += [f"| `{t}` | {made} |" for t, made in sorted(tables.items())]
     for i, e in enumerate(evaluated, 1):
-        pe = e.get("paper_effect") or {}
+        needs = e.get("needs") or {}
         lines += ["", f"## {i}. {e['paper']}: {e['verdict']}", "",
-                  f"**Claim** ({e['source']}): {e['claim']}", "",
-                  f"**Paper's effect**: {pe.get('note', 'the paper gives no number pelab can compare')}"
-                  + (f" (taken as {_num(pe['value'], 4)} in {e['metric']})" if pe.get("value") is not None else ""), "",
+                  f"**Claim** ({e['source']}): {e['claim']}"
+                  + ("" if is_quote(e["claim"]) else " *(a paraphrase: the paper's sentence is not quoted here)*"), "",
+                  f"**pelab's reading**: {e.get('reading', 'the comparisons below, in the directions they state')}"
+                  + (" (the claim holds if any comparison goes the paper's way)" if e.get("holds_if") == "some" else ""), "",
+                  f"**Scale**: the paper's: {e.get('paper_scale', 'not stated')}; pelab's: "
+                  + "; ".join(f"`{x}` {scale_text(sc)}" for x, sc in e["scale"].items())
+                  + (f"; the paper's mechanism needs {', '.join(f'{k} ≥ {v}' for k, v in needs.items())}" if needs else ""), "",
+                  f"**Paper's effect**: {effect_text(e)}", "",
                   f"**pelab's setting**: {e['setting']}", "",
                   f"**Test**: experiment `{e['experiment']}` (`make experiments ONLY={e['experiment']}`; table made "
                   f"{e['made']}), metric {e['metric']}"
-                  + (f"; preconditions: {', '.join(e['preconditions'])}" if e.get("preconditions") else "") + ".", "",
-                  "| A − B | paper | design | n | estimate [95%] | smallest detectable (80%) | n for the paper's effect | "
+                  + ("; declared preconditions: " + ", ".join(f"learned in `{p['learned_in']}`" for p in e["preconditions"])
+                     if e.get("preconditions") else "") + "."]
+        for when, before, after in history.get(e["id"], []):
+            lines += ["", f"{REDECLARED} ({when}): {before} → {after}"]
+        lines += ["", "| A − B | paper | design | n | estimate [95%] | smallest detectable (80%) | n for the paper's effect | "
                   "Holm p | verdict |", "|---|---|---|---|---|---|---|---|---|"]
         for c in e["results"]:
             why = f" ({c['failed']})" if c["failed"] else ""
+            if not c["failed"] and c["verdict"] == "inconclusive" and (e.get("paper_effect") or {}).get("comparable", True) is False:
+                why = " (effect not comparable)"
+            machines = sorted({machine_of(e["tables"].get(x, "")) for x in c.get("exps", ())})
+            cross = f"; across tables made on different machines ({' / '.join(machines)})" if len(machines) > 1 else ""
             note = f"; {c['note']}" if c.get("note") else ""
             pe_txt = f" ({_num(c['paper_effect'], 4)})" if c.get("paper_effect") is not None else ""
-            lines.append(f"| {c['a']} − {c['b']} | {c['predicts']} 0{pe_txt} | {c['design']}{note} | {c['n']} | {_num(c['est'])} "
+            lines.append(f"| {c['a']} − {c['b']} | {c['predicts']} 0{pe_txt} | {c['design']}{note}{cross} | {c['n']} | {_num(c['est'])} "
                          f"[{_num(c['lo'])}, {_num(c['hi'])}] | {_num(c['mde'])} | "
                          f"{'—' if not np.isfinite(c['n_for_paper']) else math.ceil(c['n_for_paper'])} | "
                          f"{_p(c['p_holm'])} | {c['verdict']}{why} |")
@@ -343,6 +656,19 @@ def load_claims(path):
         if cl["id"] in ids:
             raise ClaimError(f"{path}: claim id {cl['id']} twice")
         ids.add(cl["id"])
+        for pre in cl.get("preconditions", []):
+            if not (isinstance(pre, dict) and set(pre) == {"learned_in"}):
+                raise ClaimError(f"{path}: claim {cl['id']}: a declared precondition is {{learned_in: EXP}}; collapse, "
+                                 "not learned and fewer than 2 pairs apply to every comparison and cannot be declared "
+                                 f"(nor switched off), not {pre!r}")
+        if cl.get("holds_if", "every") not in ("every", "some"):
+            raise ClaimError(f"{path}: claim {cl['id']}: holds_if is 'every' or 'some'")
+        if not isinstance(cl.get("needs", {}), dict) or not all(isinstance(v, (int, float)) for v in cl.get("needs", {}).values()):
+            raise ClaimError(f"{path}: claim {cl['id']}: needs maps a scale (layers, params, ctx, d_model) to a number")
+        pe = cl.get("paper_effect") or {}
+        if pe.get("value") is not None and "unit" not in pe:
+            raise ClaimError(f"{path}: claim {cl['id']}: a paper_effect with a value needs its unit, and to_metric "
+                             "(the factor to the row's metric) or comparable: false")
         for c in cl["comparisons"]:
             if c.get("predicts", cl["predicts"]) not in ("<", ">", "=", "≥", "≤"):
                 raise ClaimError(f"{path}: claim {cl['id']}: predicts is '<', '>', '=', '≥' or '≤' (the sign of A − B "
@@ -362,7 +688,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     missing = []
     try:
-        text = render(evaluate(load_claims(a.claims), a.results, missing), a.claims)
+        history = declaration_history(a.claims, a.results)
+        text = render(evaluate(load_claims(a.claims), a.results, missing), a.claims, history)
     except ClaimError as e:
         print(f"claims: {e}", file=sys.stderr)
         return 2
@@ -370,6 +697,10 @@ def main(argv=None):
         print(f"claims: {len(missing)} comparison(s) not computed (not testable here), e.g. {missing[0]}", file=sys.stderr)
     if a.check:
         have = Path(a.check).read_text() if Path(a.check).is_file() else ""
+        if history is None:   # no git history here (a shallow clone): everything but the re-declarations is checked
+            print("claims: no git history of the declarations here; the re-declarations are not checked", file=sys.stderr)
+            drop = lambda t: "\n".join(l for l in t.split("\n") if not l.startswith(REDECLARED))
+            have, text = drop(have), drop(text)
         if have != text:
             diff = list(difflib.unified_diff(have.splitlines(), text.splitlines(), a.check, "from the results", lineterm=""))
             print(f"claims: {a.check} is not what {a.results} gives ({len(diff)} diff lines); run `make claims`:",

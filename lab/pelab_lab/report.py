@@ -82,13 +82,26 @@ def experiment_table(plan, stem):
             + (f"{secs:.0f} s of training and evaluation inside ./train." if secs > 0 else
              f"no training: evaluations of the checkpoints of experiment `{spec.get('from')}`." if spec.get("from") else
              "no training."),
-            f"Each run is one `./train` command, e.g. `{plan['example']}`."]
+            f"Each run is one `./train` command, e.g. `{plan['example']}`.",
+            provenance_line(t["runs"])]
     if isinstance(spec.get("steps"), dict):   # a budget per task
         head.append(("Steps per task (a cap: a run stops once it has learned the training sizes): "
                      if spec.get("until_solved") else "Steps per task: ")
                     + ", ".join(f"{t} {spec['steps'][t]}" for t in spec.get("tasks", []) if t in spec["steps"]) + ".")
     head.append("")
     Path(f"{stem}.md").write_text("\n".join(head) + body + "\n")
+
+
+def provenance_line(runs):
+    """What the runs' own --json files say made them: the machine's kind (its
+    CPU family and model, AVX-512 or AVX2, the build's instruction-set level),
+    the OpenBLAS kernel, the matrix engine and pelab's commit; every distinct
+    value, so that a table made by two builds says so."""
+    def values(col):
+        v = sorted({str(x) for x in runs.get(col, []) if isinstance(x, str) and x})
+        return " / ".join(v) if v else "not recorded"
+    return (f"Made by: {values('made_cpu')} ({values('made_kind')}); OpenBLAS kernel {values('made_blas')}; "
+            f"engine {values('made_gemm')}; pelab {values('made_commit')}.")
 
 
 def _inline(text):

@@ -86,6 +86,11 @@ def tidy(records):
         base.update({"exp": "", "arm": "", "label": c.get("pe")})
         base.update(labels)
         base["path"] = str(path)
+        made = d.get("pelab") or {}
+        m = made.get("machine") or {}
+        # where and by what the run was made: a table's provenance (report.py)
+        base.update({"made_cpu": m.get("cpu"), "made_kind": m.get("kind"), "made_blas": m.get("blas_kernel"),
+                     "made_gemm": m.get("gemm"), "made_commit": made.get("commit")})
         row = dict(base)
         row.update({"params": _num(d, "params"), "steps": _num(d, "train", "steps"),
                     "final_loss": _num(d, "train", "final_loss"), "tokens_per_s": _num(d, "train", "tokens_per_s"),

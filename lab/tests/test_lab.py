@@ -373,8 +373,100 @@ class Claims(unittest.TestCase):
         noisy_a, noisy_b = [0.9, 0.1, 0.5, 0.6], [0.2, 0.8, 0.4, 0.7]
         self.assertEqual(self.ledger(self.rows(noisy_a, noisy_b), effect=2.0)["verdict"], "inconclusive")
         self.assertEqual(self.ledger(self.rows(noisy_a, noisy_b), effect=0.01)["verdict"], "underpowered")
-        e = self.ledger(self.rows(a, b, learned=[True, False, False, False] * 2), pre=["learned"])
+        rows = self.rows(a, b, learned=[True, False, False, False] * 2)
+        for r in rows:
+            r["train_range"] = False   # a read past the training sizes
+        e = self.ledger(rows)          # not learned applies by rule, undeclared
         self.assertEqual(e["verdict"], "not testable here")
+        self.assertIn("not learned", e["results"][0]["failed"])
+
+    def test_not_learned_only_past_the_training_sizes(self):
+        # at the training sizes learning them is what is measured: no seed is left out
+        rows = self.rows([0.9, 0.8, 0.85, 0.95], [0.5, 0.45, 0.6, 0.5], learned=[True, False, False, False] * 2)
+        for r in rows:
+            r["train_range"] = True
+        self.assertEqual(self.ledger(rows)["verdict"], "consistent")
+
+    @staticmethod
+    def length_table(d, ppl, unigram):
+        """results/e.csv of perplexities {(label, L): [per seed]} and its byte-unigram baselines."""
+        rows = [{"label": lab, "eval_ctx": L, "seed": i, "ppl": v}
+                for (lab, L), vs in ppl.items() for i, v in enumerate(vs, 1)]
+        pd.DataFrame(rows).to_csv(Path(d) / "e.csv", index=False)
+        pd.DataFrame([{"eval_ctx": L, "unigram_ppl": u, "bigram_ppl": u / 2} for L, u in unigram.items()]).to_csv(
+            Path(d) / "e_baselines.csv", index=False)
+
+    def claim(self, comparisons, **extra):
+        return {"id": "x", "paper": "P", "source": "T1", "claim": "c", "setting": "s", "experiment": "e",
+                "metric": "log_ppl", "predicts": "<", "comparisons": comparisons, **extra}
+
+    def test_collapse_fires_on_a_ratio_row_by_rule(self):
+        from pelab_lab import claims
+        ratio = {"a": {"label": "r", "eval_ctx": 1024, "minus": {"eval_ctx": 64}},
+                 "b": {"label": "s", "eval_ctx": 1024, "minus": {"eval_ctx": 64}}}
+        with tempfile.TemporaryDirectory() as d:
+            # both worse than the unigram (28) at 1024 on every seed: two failures compared
+            self.length_table(d, {("r", 64): [5, 5.1, 5.2], ("r", 1024): [36, 37, 35],
+                                  ("s", 64): [5, 5.2, 5.1], ("s", 1024): [30, 31, 32]}, {64: 28, 1024: 28})
+            r = claims.evaluate([self.claim([ratio])], d)[0]["results"][0]
+            self.assertEqual(r["verdict"], "not testable here")
+            self.assertIn("collapse", r["failed"])
+            # one side fine on the majority of its seeds: testable
+            self.length_table(d, {("r", 64): [5, 5.1, 5.2], ("r", 1024): [36, 37, 35],
+                                  ("s", 64): [5, 5.2, 5.1], ("s", 1024): [6, 31, 7]}, {64: 28, 1024: 28})
+            r = claims.evaluate([self.claim([ratio])], d)[0]["results"][0]
+            self.assertIsNone(r["failed"])
+
+    def test_fewer_than_two_pairs(self):
+        e = self.ledger(self.rows([0.9], [0.5]))
+        self.assertEqual(e["verdict"], "not testable here")
+        self.assertIn("fewer than 2", e["results"][0]["failed"])
+
+    def test_a_declaration_cannot_switch_a_precondition_off(self):
+        from pelab_lab import claims
+        for pre in (["learned"], ["not_collapsed"], [{"collapse": False}], [{"learned_in": "t", "off": True}]):
+            with tempfile.TemporaryDirectory() as d:
+                f = Path(d) / "c.yaml"
+                f.write_text(json.dumps({"claims": [self.claim([{"a": {"label": "r"}, "b": {"label": "s"}}],
+                                                               preconditions=pre)]}))
+                with self.assertRaisesRegex(claims.ClaimError, "cannot be declared"):
+                    claims.load_claims(f)
+
+    def test_scale_precondition_reads_the_tables_command(self):
+        from pelab_lab import claims
+        with tempfile.TemporaryDirectory() as d:
+            self.length_table(d, {("r", 64): [5, 5.1, 5.2], ("s", 64): [6, 6.2, 6.1]}, {64: 28})
+            (Path(d) / "e.md").write_text("# t\n\nWorkflow: x — today, 2 cores (CPU, OpenBLAS kernel Haswell); 6 runs\n"
+                                          "Each run is one `./train` command, e.g. `./train --pe r --layers 2 --d-model 32 --seed 1`.\n")
+            self.assertEqual(claims.pelab_scale(d, "e")["params"], 12 * 32 * 32 * 2)
+            comp = [{"a": {"label": "r", "eval_ctx": 64}, "b": {"label": "s", "eval_ctx": 64}}]
+            e = claims.evaluate([self.claim(comp, needs={"layers": 3})], d)[0]
+            self.assertEqual(e["verdict"], "not testable here")
+            self.assertIn("scale", e["results"][0]["failed"])
+            self.assertEqual(claims.evaluate([self.claim(comp, needs={"layers": 2})], d)[0]["verdict"], "consistent")
+
+    def test_an_existence_claim(self):
+        from pelab_lab import claims
+        self.assertEqual(claims.claim_verdict(["contrary", "consistent"], "some"), "consistent")
+        self.assertEqual(claims.claim_verdict(["contrary", "consistent"]), "contrary")
+        self.assertEqual(claims.claim_verdict(["contrary", "not testable here"], "some"), "contrary")
+
+    def test_effects_in_the_rows_units(self):
+        noisy_a, noisy_b = [0.9, 0.1, 0.5, 0.6], [0.2, 0.8, 0.4, 0.7]
+        # a small effect converted into the metric: underpowered; one with no conversion: inconclusive
+        e = self.ledger(self.rows(noisy_a, noisy_b), effect=0.04)
+        self.assertEqual(e["verdict"], "underpowered")
+        from pelab_lab import claims
+        with tempfile.TemporaryDirectory() as d:
+            pd.DataFrame(self.rows(noisy_a, noisy_b)).to_csv(Path(d) / "e.csv", index=False)
+            cl = {"id": "x", "paper": "P", "source": "T1", "claim": "c", "setting": "s", "experiment": "e",
+                  "metric": "acc", "predicts": ">", "comparisons": [{"a": {"pe": "a"}, "b": {"pe": "b"}}],
+                  "paper_effect": {"value": 0.04, "unit": "per-token accuracy", "comparable": False}}
+            self.assertEqual(claims.evaluate([cl], d)[0]["verdict"], "inconclusive")
+            cl["paper_effect"] = {"value": 4.0, "unit": "percent", "to_metric": 0.01}
+            r = claims.evaluate([cl], d)[0]
+            self.assertAlmostEqual(r["results"][0]["paper_effect"], 0.04)
+            self.assertEqual(r["verdict"], "underpowered")
 
     def test_paired_by_seed(self):
         e = self.ledger(self.rows([1.0, 2.0, 3.0], [0.9, 1.9, 2.95]))
