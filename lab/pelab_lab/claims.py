@@ -491,39 +491,47 @@ def declaration_history(claims_file, results):
             doc = yaml.safe_load(_git(root, "show", f"{commit}:{rel}") or "")
         except yaml.YAMLError:
             continue
-        versions.append((int(when), {c["id"]: c for c in (doc or {}).get("claims", []) if isinstance(c, dict) and "id" in c}))
+        versions.append((commit, int(when), {c["id"]: c for c in (doc or {}).get("claims", []) if isinstance(c, dict) and "id" in c}))
     now = {c["id"]: c for c in yaml.safe_load(claims_file.read_text()).get("claims", [])}
-    versions.append((None, now))   # the working tree: later than any commit
+    versions.append((None, None, now))   # the working tree: later than any commit
     births = {}
 
     def birth(exp):
-        """When the data of exp's table first existed: the day its first
-        committed results/EXP.md says the table was made (the start of that
-        day: the order of two changes within a day is not recorded), or the
-        commit that first added its CSV, whichever is earlier."""
+        """When the data of exp's table first existed: the commit that first
+        added its CSV, and the day its first committed results/EXP.md says the
+        table was made (from the start of that day: the order of two changes
+        within a day is not recorded); None while the table is not committed."""
         if exp not in births:
-            times = []
-            out = _git(root, "log", "--diff-filter=A", "--format=%ct", "--", str(rel_results / f"{exp}.csv")) or ""
-            times += [int(t) for t in out.split()[-1:]]
+            out = _git(root, "log", "--diff-filter=A", "--format=%H %cs", "--", str(rel_results / f"{exp}.csv")) or ""
+            first = out.split("\n")[-2].split() if out.strip() else None
+            day = None
             out = _git(root, "log", "--diff-filter=A", "--format=%H", "--", str(rel_results / f"{exp}.md")) or ""
             if out.split():
                 m = re.search(r"— (\d{4}-\d{2}-\d{2})", _git(root, "show", f"{out.split()[-1]}:{rel_results / exp}.md") or "")
-                if m:
-                    times.append(int(datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()))
-            births[exp] = (min(times), datetime.datetime.fromtimestamp(min(times), datetime.timezone.utc).date().isoformat()) if times else None
+                day = m.group(1) if m else None
+            births[exp] = None if not first else (first[0], min(filter(None, (day, first[1]))))
         return births[exp]
 
+    def made_after(b, commit, when):
+        """Was a change (a commit at time `when`; None: the working tree) made after the data?"""
+        if commit is None:
+            return True
+        if _git(root, "merge-base", "--is-ancestor", b[0], commit) is not None and b[0] != commit:
+            return True
+        start = datetime.datetime.fromisoformat(b[1]).replace(tzinfo=datetime.timezone.utc).timestamp()
+        return when >= start
+
     history = {}
-    for (_, prev), (when, cur) in zip(versions, versions[1:]):
+    for (_, _, prev), (commit, when, cur) in zip(versions, versions[1:]):
         for cid, new in cur.items():
             old = prev.get(cid)
             if old is None:
                 continue
             b = birth(new.get("experiment", ""))
-            if b is None or (when is not None and when <= b[0]):
+            if b is None or not made_after(b, commit, when):
                 continue
             for before, after in hypothesis_changes(old, new):
-                history.setdefault(cid, []).append((f"on or after {b[1]}, when its table `{new['experiment']}` was made",
+                history.setdefault(cid, []).append((f"on or after the day its table `{new['experiment']}` was made, {b[1]}",
                                                     before, after))
     return history
 
@@ -699,7 +707,10 @@ def main(argv=None):
         have = Path(a.check).read_text() if Path(a.check).is_file() else ""
         if history is None:   # no git history here (a shallow clone): everything but the re-declarations is checked
             print("claims: no git history of the declarations here; the re-declarations are not checked", file=sys.stderr)
-            drop = lambda t: "\n".join(l for l in t.split("\n") if not l.startswith(REDECLARED))
+            def drop(t):   # each re-declaration is a paragraph: its line and the blank line before it
+                ls = t.split("\n")
+                return "\n".join(l for i, l in enumerate(ls) if not l.startswith(REDECLARED)
+                                 and not (l == "" and i + 1 < len(ls) and ls[i + 1].startswith(REDECLARED)))
             have, text = drop(have), drop(text)
         if have != text:
             diff = list(difflib.unified_diff(have.splitlines(), text.splitlines(), a.check, "from the results", lineterm=""))

@@ -468,6 +468,30 @@ class Claims(unittest.TestCase):
             self.assertAlmostEqual(r["results"][0]["paper_effect"], 0.04)
             self.assertEqual(r["verdict"], "underpowered")
 
+    def test_a_redeclaration_after_the_data_is_shown(self):
+        import subprocess
+        from pelab_lab import claims
+        with tempfile.TemporaryDirectory() as d:
+            git = lambda *a: subprocess.run(["git", "-C", d, "-c", "user.name=t", "-c", "user.email=t@t", *a],
+                                            check=True, capture_output=True)
+            git("init", "-q")
+            decl = {"claims": [self.claim([{"a": {"label": "r"}, "b": {"label": "s"}}], predicts="=")]}
+            (Path(d) / "c.yaml").write_text(json.dumps(decl))
+            git("add", "c.yaml")
+            git("commit", "-qm", "declared before the data")
+            (Path(d) / "results").mkdir()
+            (Path(d) / "results" / "e.csv").write_text("label,seed,ppl\n")
+            git("add", "results")
+            git("commit", "-qm", "the data")
+            self.assertEqual(claims.declaration_history(Path(d) / "c.yaml", Path(d) / "results"), {})
+            decl["claims"][0]["predicts"] = "≥"   # moved after the data (in the working tree, then committed)
+            (Path(d) / "c.yaml").write_text(json.dumps(decl))
+            for committed in (False, True):
+                if committed:
+                    git("commit", "-qam", "re-declared")
+                h = claims.declaration_history(Path(d) / "c.yaml", Path(d) / "results")
+                self.assertIn(("predicts '='", "predicts '≥'"), [(b, a) for _, b, a in h.get("x", [])])
+
     def test_paired_by_seed(self):
         e = self.ledger(self.rows([1.0, 2.0, 3.0], [0.9, 1.9, 2.95]))
         r = e["results"][0]
