@@ -54,6 +54,16 @@ check "the report page is written" test -s "$scratch/q/results/report.html"
 check "a custom run folder leaves results/ alone" test "$(git status --porcelain results)" = "$before"
 if grep -l "nan\|inf" "$scratch"/q/results/*.csv; then bad "no CSV holds nan or inf"; else ok "no CSV holds nan or inf"; fi
 
+echo "== the Linux-source corpus (the quick scale experiment built it from Debian's linux-source-6.1)"
+lin=$(ls "$scratch"/q/corpus/*.txt.files.tsv 2>/dev/null | head -1)
+check "the corpus recipe's held-out split is disjoint by file and is ./train's validation split" \
+  env PYTHONPATH=lab /usr/bin/python3 -m pelab_lab.corpus --check "${lin%.files.tsv}"
+echo "== committed run records: a new run folder resumes from them"
+mkdir -p "$scratch/rec" && cp -r "$scratch/q/runs/scale" "$scratch/rec/"
+PELAB_RECORDS="$scratch/rec" lab/run --quick --text "$text" "$scratch/r" -n results/scale.md > "$scratch/rec.log" 2>&1
+check "a run folder seeded from records trains none of the recorded runs" \
+  bash -c "grep -q 'run(s) taken from lab/records' '$scratch/rec.log' && ! grep -q '^rule train_record' '$scratch/rec.log'"
+
 echo "== the report in a real browser (headless Chromium)"
 if command -v chromium > /dev/null; then
   profile=$(mktemp -d)

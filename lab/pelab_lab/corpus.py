@@ -27,6 +27,7 @@ config, or lab/run --text PATH).
   python3 -m pelab_lab.corpus --src URL|PATH --sha256 HEX --out FILE
   python3 -m pelab_lab.corpus --recipe linux-source --package P --version V \
       --train-bytes N --sha256 HEX --out FILE [--cache DIR]
+  python3 -m pelab_lab.corpus --check FILE   # a recipe corpus's split (check_split)
 """
 import argparse
 import hashlib
@@ -158,6 +159,49 @@ def build_recipe(a):
     return data, rows
 
 
+def check_split(path):
+    """Problems with a recipe corpus and its manifest (path + '.files.tsv'),
+    or []: the manifest covers the corpus byte for byte, no file is in both
+    splits, and ./train's validation split begins exactly where the held-out
+    files do."""
+    data = Path(path).read_bytes()
+    rows = [l.split("\t") for l in Path(f"{path}.files.tsv").read_text().splitlines() if l]
+    problems = []
+    pos = 0
+    for name, split, start, end in rows:
+        if int(start) != pos:
+            problems.append(f"{name}: starts at {start}, not {pos}")
+        pos = int(end)
+    if pos != len(data):
+        problems.append(f"the manifest covers {pos} bytes of {len(data)}")
+    train = {r[0] for r in rows if r[1] == "train"}
+    val = {r[0] for r in rows if r[1] == "validation"}
+    if train & val:
+        problems.append(f"{len(train & val)} file(s) in both splits, e.g. {sorted(train & val)[0]}")
+    if any(held_out(n) for n in train) or not all(held_out(n) for n in val):
+        problems.append("a file is in the split its key does not give it")
+    first_val = min((int(r[2]) for r in rows if r[1] == "validation"), default=len(data))
+    if train_split(len(data)) != first_val:
+        problems.append(f"./train's validation split begins at byte {train_split(len(data))}, the held-out files at {first_val}")
+    return problems
+
+
+def cache_dir():
+    """Where recipes keep the Debian packages they read (outside any run folder)."""
+    return os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pelab", "debs")
+
+
+def command_args(named, src, sha256, out):
+    """This module's arguments that make a corpus: `named` is its entry of
+    the config's `corpora` (a recipe or a URL), or None for a local file at
+    `src`."""
+    if named and named.get("recipe"):
+        return ["--recipe", str(named["recipe"]), "--package", str(named.get("package", "linux-source-6.1")),
+                "--version", str(named["version"]), "--train-bytes", str(int(named.get("train_bytes", 100_000_000))),
+                "--cache", cache_dir(), "--sha256", sha256, "--out", out]
+    return ["--src", str(named["url"]) if named else str(src), "--sha256", sha256, "--out", out]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", help="a URL, or a local file")
@@ -166,9 +210,19 @@ def main(argv=None):
     ap.add_argument("--version")
     ap.add_argument("--train-bytes", type=int, default=100_000_000)
     ap.add_argument("--cache", help="where the package's .deb is kept (default: a temporary folder)")
-    ap.add_argument("--sha256", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--sha256")
+    ap.add_argument("--out")
+    ap.add_argument("--check", help="check a recipe corpus's split against its manifest, and exit")
     a = ap.parse_args(argv)
+    if a.check:
+        problems = check_split(a.check)
+        for p in problems:
+            print(f"pelab lab: {a.check}: {p}", file=sys.stderr)
+        if not problems:
+            print(f"pelab lab: {a.check}: held out by file; ./train's validation split is the held-out files")
+        return 1 if problems else 0
+    if not (a.sha256 and a.out):
+        sys.exit("pelab lab: give --sha256 and --out (or --check FILE)")
     rows = None
     try:
         if a.recipe:
@@ -201,4 +255,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -334,8 +334,13 @@ def _scale(name, spec, reg, seeds, args):
         if checked[sname]["d_model"] % checked[sname]["heads"]:
             raise ConfigError(f"{w}: heads must divide d_model")
     smallest = min(non_embedding_params(s["d_model"], s["layers"]) for s in checked.values())
+    only = spec.get("only_sizes")   # a ladder published a complete size at a time: the budgets stay the whole ladder's
+    if only is not None and (not isinstance(only, list) or set(only) - set(sizes)):
+        raise ConfigError(f"{where}: only_sizes must list sizes of 'sizes' ({', '.join(sizes)}), not {only!r}")
     runs = []
     for sname, sz in sizes.items():
+        if only is not None and sname not in only:
+            continue
         size = checked[sname]
         steps, lr = scale_budget(spec, size, smallest, f"{where}, size {sname}")
         size_seeds = parse_seeds(sz["seeds"], f"{where}, size {sname}") if "seeds" in sz else seeds

@@ -15,6 +15,7 @@ Snakemake metadata, so a change of pelab's source does not rerun it (the
 record's `pelab.commit` and `machine` say which code and CPU made it).
 """
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,10 +23,11 @@ from pathlib import Path
 
 import yaml
 
+from . import corpus
 from . import plan as P
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDS = REPO / "lab" / "records"
+RECORDS = Path(os.environ.get("PELAB_RECORDS") or REPO / "lab" / "records")   # the variable: for the lab's checks
 
 
 def _same(want, have):
@@ -94,15 +96,32 @@ def seed(outdir):
             continue
         why = mismatch(r, record, files.get(r.text or str(config.get("text", "")), "{text}"))
         if why:
-            print(f"pelab lab: {src}: not the planned run ({why}); it trains again", file=sys.stderr)
+            if not refused:   # the first reason; a changed budget refuses them all alike
+                print(f"pelab lab: {src}: not the planned run ({why}); it trains again", file=sys.stderr)
             refused += 1
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
         copied += 1
+    if copied:
+        _corpora_for(outdir, [r for k, r in runs.items() if (Path(outdir) / "runs" / f"{k}.json").is_file()], files, config)
     if copied or refused:
         print(f"pelab lab: {copied} run(s) taken from lab/records/, {refused} record(s) not used", file=sys.stderr)
     return 0
+
+
+def _corpora_for(outdir, runs, files, config):
+    """Make the named corpora the seeded runs read, before Snakemake starts:
+    a corpus made by a job of the workflow would count as an input updated
+    after the runs, and every seeded run would train again."""
+    corpora = config.get("corpora") or {}
+    for name in sorted({r.text or str(config.get("text", "")) for r in runs if r.uses_text}):
+        out = Path(outdir) / files.get(name, "")
+        if name not in corpora or out.is_file():
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        print(f"pelab lab: making corpus {name} for the runs taken from lab/records/", file=sys.stderr)
+        corpus.main(corpus.command_args(corpora[name], None, corpora[name]["sha256"], str(out)))
 
 
 def keep(outdir):

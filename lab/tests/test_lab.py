@@ -524,6 +524,81 @@ class Claims(unittest.TestCase):
         self.assertGreaterEqual(len(decl), 12)
 
 
+class Corpus(unittest.TestCase):
+    """The linux-source recipe's rule on made-up files: disjoint by file, and
+    ./train's validation split is exactly the held-out files."""
+
+    def files(self, n=400):
+        rng = np.random.default_rng(1)
+        return {f"dir{i % 7}/file{i}.c": bytes(rng.integers(32, 127, size=int(rng.integers(50, 400)), dtype=np.uint8))
+                for i in range(n)}
+
+    def test_held_out_by_file_and_at_trains_split(self):
+        from pelab_lab import corpus
+        files = self.files()
+        data, rows = corpus.assemble(files, 20000)
+        train = {r[0] for r in rows if r[1] == "train"}
+        val = {r[0] for r in rows if r[1] == "validation"}
+        self.assertTrue(train and val and not train & val)
+        self.assertTrue(all(corpus.held_out(p) for p in val) and not any(corpus.held_out(p) for p in train))
+        first_val = min(r[2] for r in rows if r[1] == "validation")
+        self.assertEqual(corpus.train_split(len(data)), first_val)
+        self.assertEqual(data[:first_val], b"".join(files[r[0]] for r in rows if r[1] == "train"))
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "c.txt"
+            p.write_bytes(data)
+            Path(f"{p}.files.tsv").write_text("".join(f"{a}\t{b}\t{c}\t{e}\n" for a, b, c, e in rows))
+            self.assertEqual(corpus.check_split(p), [])
+            # a training file moved into the held-out part: caught
+            bad = [(a, "validation" if i == 0 else b, c, e) for i, (a, b, c, e) in enumerate(rows)]
+            Path(f"{p}.files.tsv").write_text("".join(f"{a}\t{b}\t{c}\t{e}\n" for a, b, c, e in bad))
+            self.assertTrue(corpus.check_split(p))
+
+    def test_val_length_puts_the_split_exactly(self):
+        from pelab_lab import corpus
+        for t in (9, 10, 99, 100_000_000, 100_000_007, 123_456_789):
+            self.assertEqual(corpus.train_split(t + corpus.val_bytes_for(t)), t)
+
+    def test_too_few_files_refused(self):
+        from pelab_lab import corpus
+        with self.assertRaises(corpus.CorpusError):
+            corpus.assemble(self.files(20), 10 ** 6)
+
+
+class ScaleLadder(unittest.TestCase):
+    LIST = LIST_PE
+
+    def test_budget_rule_and_sizes(self):
+        spec = {"kind": "scale", "encodings": ["none", "rope"], "tokens": 1024 * 100, "tokens_per_step": 1024,
+                "tokens_exponent": 0.5, "lr": 3e-3, "eval_tokens": 1024, "ctx": [64, 256],
+                "sizes": {"s": {"d_model": 32, "layers": 1, "heads": 2, "seeds": "1-2"},
+                          "l": {"d_model": 64, "layers": 4, "heads": 4, "seeds": [1], "long": True}}}
+        runs = plan.plan(cfg(scale=spec), LIST_PE)["scale"]
+        by = {(r.meta["size"], r.meta["train_ctx"]) for r in runs}
+        self.assertEqual(by, {("s", 64), ("l", 64), ("l", 256)})   # 256 only for the size marked long
+        small = next(r for r in runs if r.meta["size"] == "s")
+        large = next(r for r in runs if r.meta["size"] == "l" and r.meta["train_ctx"] == 256)
+        self.assertEqual(large.meta["params"] / small.meta["params"], 16)
+        self.assertEqual(small.meta["steps"], 100)
+        self.assertEqual(large.meta["steps"], 400)        # 16× the parameters, ^0.5: 4× the tokens
+        self.assertIn("--batch", large.options)
+        self.assertEqual(large.options[large.options.index("--batch") + 1], "4")   # 1024 tokens a step at ctx 256
+        self.assertEqual(large.options[large.options.index("--eval-ctx") + 1], "256,1024,4096")
+        self.assertEqual(len(runs), 2 * 2 + 2 * 1 * 2)
+
+    def test_record_must_be_the_planned_run(self):
+        from pelab_lab import records
+        spec = {"kind": "scale", "encodings": ["rope"], "tokens": 2048, "tokens_per_step": 1024, "lr": 3e-3,
+                "eval_tokens": 1024, "sizes": {"s": {"d_model": 32, "layers": 1, "heads": 2, "seeds": [1]}}}
+        r = plan.plan(cfg(scale=spec), LIST_PE)["scale"][0]
+        cfgd = {"pe": "rope", "data": "corpus/x.txt", "d_model": 32, "layers": 1, "heads": 2, "ctx": 64, "batch": 16,
+                "steps": 2, "lr": 0.004243, "eval_ctx": [64, 256, 1024], "eval_window": 64, "eval_tokens": 1024, "seed": 1}
+        self.assertIsNone(records.mismatch(r, {"config": cfgd}, "corpus/x.txt"))
+        self.assertIn("--steps", records.mismatch(r, {"config": {**cfgd, "steps": 3}}, "corpus/x.txt"))
+        self.assertIn("--data", records.mismatch(r, {"config": cfgd}, "corpus/y.txt"))
+        self.assertIn("interrupted", records.mismatch(r, {"config": cfgd, "interrupted": {"signal": "SIGINT"}}, "corpus/x.txt"))
+
+
 class Tidy(unittest.TestCase):
     def test_missing_metrics_are_missing_not_zero(self):
         with tempfile.TemporaryDirectory() as d:
