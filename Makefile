@@ -74,6 +74,10 @@ ifeq ($(MPI),1)
 CC = $(MPICC)
 CFLAGS += -DPELAB_MPI
 endif
+# WERROR=1: a warning fails the build (CI builds so).
+ifeq ($(WERROR),1)
+CFLAGS += -Werror
+endif
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
@@ -123,7 +127,8 @@ train-mpi: $(LIB_SRC) train.c $(HEADERS) build/commit.h build/flags | check-deps
 
 # The suite is told train's sources (cli/help_lists_every_variable reads them).
 tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h build/flags | check-deps
-	$(CC) $(CFLAGS) -DPELAB_TRAIN_SOURCES='"$(strip train.c $(LIB_SRC) $(HEADERS))"' $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
+	$(CC) $(CFLAGS) -DPELAB_TRAIN_SOURCES='"$(strip train.c $(LIB_SRC) $(HEADERS))"' \
+	  -DPELAB_CC='"$(CC)"' -DPELAB_CFLAGS='"$(strip $(CFLAGS))"' $(LDFLAGS) -o $@ $(TEST_SRC) $(LIB_SRC) $(LDLIBS)
 
 bench-pelab: $(LIB_SRC) bench/bench.c $(HEADERS) build/flags | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench.c $(LIB_SRC) $(LDLIBS)

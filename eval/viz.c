@@ -103,7 +103,7 @@ int viz_attention_png(model_t *m, const data_t *d, const char *path, char *err, 
             strcat(sent, cats_word(pair[k]->tokens[t]));
             strcat(sent, t == pair[k]->answer_pos ? "] " : " ");
         }
-        snprintf(title, sizeof title, "%s order: %s", k ? "swapped" : "first", sent);
+        snprintf(title, sizeof title, "%s order: %.200s", k ? "swapped" : "first", sent);  // a sentence is far shorter
         canvas_text(&cv, 8, y - canvas_text_height(FONT) - 10, title, FONT, k ? GREY : BLACK);
         draw_sentence(&cv, m, d, pair[k], y, label_w);
     }

@@ -444,6 +444,47 @@ static int test_help_lists_every_variable(void) {
     return fails;
 }
 
+// Every ```c block of docs/*.md (the extension guide's worked examples) is
+// compiled against the real headers with the build's own compiler and flags
+// and -Werror: a hook whose signature changes in pe.h (or corpus.h) fails
+// here, not in the hands of the reader who copies the example.
+static int test_docs_code_compiles(void) {
+    int fails = 0, blocks = 0;
+    ensure_tmpdir();
+    static char doc[1 << 18];
+    static const char *pages[] = {"docs/extending.md", "docs/model.md", "docs/encodings.md", "docs/data.md",
+                                  "docs/checkpoint.md", "docs/options.md", "docs/code.md", "docs/workflow.md"};
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+        slurp(pages[i], doc, sizeof doc);
+        for (char *p = strstr(doc, "\n```c\n"); p; p = strstr(p, "\n```c\n")) {
+            char *code = p + 6, *end = strstr(code, "\n```");
+            EXPECT(end != NULL, "%s: a ```c block is not closed", pages[i]);
+            if (!end) break;
+            char src[256], cmd[4096];
+            snprintf(src, sizeof src, "%s/doc_block_%d.c", tmpdir, blocks);
+            FILE *f = fopen(src, "w");
+            EXPECT(f != NULL, "cannot write %s", src);
+            if (!f) break;
+            fwrite(code, 1, (size_t)(end - code + 1), f);
+            fclose(f);
+            snprintf(cmd, sizeof cmd,
+                     "%s %s -Werror -Icore -Idata -Iplot -Imodel -Imodel/pe -Irun -Ieval -Icli -c %s -o %s.o 2>%s/doc_cc.log",
+                     PELAB_CC, PELAB_CFLAGS, src, src, tmpdir);
+            int s = system(cmd);
+            char log[4096];
+            snprintf(cmd, sizeof cmd, "%s/doc_cc.log", tmpdir);
+            slurp(cmd, log, sizeof log);
+            int line = 2;   // the line of the block's first code line
+            for (const char *c = doc; c < p; c++) line += *c == '\n';
+            EXPECT(s == 0, "%s: the C block at line %d does not compile with -Werror:\n%s", pages[i], line, log);
+            blocks++;
+            p = end;
+        }
+    }
+    EXPECT(blocks >= 2, "found %d C blocks in docs/; the extension guide has at least 2", blocks);
+    return fails;
+}
+
 // An option is refused with an encoding that does not take it, naming the
 // encodings that do; with a checkpoint only evaluation options are taken.
 static int test_options_belong_to_encodings(void) {
@@ -1857,6 +1898,7 @@ const test_case cli_tests[] = {
     {"cli/help_lists_every_option", test_help_lists_every_option},
     {"cli/help_lists_every_variable", test_help_lists_every_variable},
     {"docs/checkpoint_page_lists_every_tensor", test_checkpoint_page_lists_every_tensor},
+    {"docs/code_compiles", test_docs_code_compiles},
     {"cli/options_belong_to_encodings", test_options_belong_to_encodings},
     {"cli/v1_checkpoints_still_load", test_v1_checkpoints_still_load},
     {"cli/resume_checks_the_corpus", test_resume_checks_the_corpus},
