@@ -443,11 +443,12 @@ static double fma_peak(int threads) {
     return best;
 }
 
-// What the bench compares: each engine at fp32, and oneDNN's bf16 mixed
-// precision (--precision bf16).
+// What the bench compares: each engine of model/gemm.h's list at fp32, and
+// oneDNN's bf16 mixed precision (--precision bf16).
+#define BENCH_FP32(name) {#name, "fp32", #name},
 static const struct {
     const char *engine, *precision, *label;
-} configs[] = {{"openblas", "fp32", "openblas"}, {"onednn", "fp32", "onednn"}, {"onednn", "bf16", "onednn, bf16"}};
+} configs[] = {GEMM_LIST(BENCH_FP32){"onednn", "bf16", "onednn, bf16"}};
 enum { NCONF = sizeof configs / sizeof configs[0] };
 
 static int use_config(int i, char *err, size_t len) {

@@ -297,17 +297,25 @@ static int bf16_start(char *why, size_t whylen) {
 }
 #endif
 
-const gemm_engine gemm_engines[] = {
-    // Row blocks: OpenBLAS's bits change with the rows of a call, so its
-    // blocks stay at the 128 every result was made with. oneDNN's are the
-    // same for any call of 16 rows or more, and its products with a
-    // transposed B (the linear layers' forward) repack B on every call: 512
-    // rows spread that over four times the work (the reference step 1.9%
-    // faster than at 128; 1024 rows, 3.1%, would leave threads past the
-    // second idle at the reference batch).
-    {"openblas", "OpenBLAS's cblas_sgemm", openblas_available, openblas_sgemm, 128},
-    {"onednn", "oneDNN's sgemm", onednn_available, onednn_sgemm, 512},
-};
+static int cpu_has_avx512(void);
+
+// Row blocks: OpenBLAS's bits change with the rows of a call, so its blocks
+// stay at the 128 every result was made with. oneDNN's are the same for any
+// call of 16 rows or more, and its products with a transposed B (the linear
+// layers' forward) repack B on every call: 512 rows spread that over four
+// times the work (the reference step 1.9% faster than at 128; 1024 rows,
+// 3.1%, would leave threads past the second idle at the reference batch).
+static const char openblas_what[] = "OpenBLAS's cblas_sgemm";
+enum { openblas_row_block = 128 };
+static int openblas_auto_prefers(void) { return 0; }   // the fallback: the list's first
+static const char onednn_what[] = "oneDNN's sgemm";
+enum { onednn_row_block = 512 };
+// on a CPU with AVX-512, where it computes in wider registers than the
+// OpenBLAS kernel pelab pins
+static int onednn_auto_prefers(void) { return cpu_has_avx512(); }
+
+#define GEMM_ENTRY(n) {#n, n##_what, n##_available, n##_sgemm, n##_row_block, n##_auto_prefers},
+const gemm_engine gemm_engines[] = {GEMM_LIST(GEMM_ENTRY)};
 const int gemm_engine_count = (int)(sizeof gemm_engines / sizeof gemm_engines[0]);
 
 static const gemm_engine *engine_in_use = &gemm_engines[0];
@@ -421,9 +429,14 @@ int gemm_use(const char *name, char *err, size_t errlen) {
     char why[200] = "";
     bf16_on = 0;
     if (!strcmp(name, "auto")) {
-        const gemm_engine *dnn = &gemm_engines[1];
         engine_in_use = &gemm_engines[0];
-        if (dnn->available(why, sizeof why) && cpu_has_avx512() && engine_correct(dnn)) engine_in_use = dnn;
+        for (int i = 0; i < gemm_engine_count; i++) {
+            const gemm_engine *e = &gemm_engines[i];
+            if (e->auto_prefers() && e->available(why, sizeof why) && engine_correct(e)) {
+                engine_in_use = e;
+                break;
+            }
+        }
         return 1;
     }
     for (int i = 0; i < gemm_engine_count; i++) {
@@ -441,6 +454,9 @@ int gemm_use(const char *name, char *err, size_t errlen) {
         engine_in_use = e;
         return 1;
     }
-    snprintf(err, errlen, "--gemm: unknown engine '%s' (auto, openblas, onednn)", name);
+    size_t n = (size_t)snprintf(err, errlen, "--gemm: unknown engine '%s' (auto", name);
+    for (int i = 0; i < gemm_engine_count && n < errlen; i++)
+        n += (size_t)snprintf(err + n, errlen - n, ", %s", gemm_engines[i].name);
+    if (n < errlen) snprintf(err + n, errlen - n, ")");
     return 0;
 }

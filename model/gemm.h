@@ -22,7 +22,15 @@
 void gemm_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
 
-// The engines, in the order of --gemm's choices after "auto".
+// The engines, one word each: everything else is derived from this list —
+// the table below (each engine NAME defines NAME_what, NAME_available,
+// NAME_sgemm, NAME_row_block and NAME_auto_prefers in gemm.c), --gemm's
+// choices ("auto", then these in this order: GEMM_CHOICES), its error text
+// and the engines the tests and the bench sweep.
+#define GEMM_LIST(X) X(openblas) X(onednn)
+#define GEMM_CHOICE_NAME(name) #name,
+#define GEMM_CHOICES {"auto", GEMM_LIST(GEMM_CHOICE_NAME) NULL}
+
 typedef struct {
     const char *name;
     const char *what;  // for --help and the header
@@ -30,6 +38,10 @@ typedef struct {
     void (*sgemm)(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc);
     int row_block;  // gemm_row_block
+    // 1 where `auto` prefers this engine on this machine (it then also must be
+    // available and pass the start-up check); auto takes the first engine of
+    // the list that it prefers, else the list's first
+    int (*auto_prefers)(void);
 } gemm_engine;
 
 extern const gemm_engine gemm_engines[];

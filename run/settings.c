@@ -13,14 +13,15 @@
 
 #include "../core/json.h"
 #include "../data/data.h"
+#include "../model/gemm.h"
 
 #define O(f) .field = offsetof(options, f)
 #define S(f) .field = offsetof(run_state, f)
 
 static const char *const attn_modes[] = {"causal", "bidir", NULL};
 static const char *const attn_kernels[] = {"blocks", "fused", NULL};
-// --gemm: "auto", then model/gemm.h's engines in their order
-static const char *const gemm_choices[] = {"auto", "openblas", "onednn", NULL};
+// --gemm: "auto", then model/gemm.h's engines in their list's order
+static const char *const gemm_choices[] = GEMM_CHOICES;
 static const char *const precisions[] = {"fp32", "bf16", NULL};
 static const char SEC_DATA[] = "data", SEC_MODEL[] = "model", SEC_PE[] = "position encodings",
                   SEC_TRAIN[] = "training", SEC_OUT[] = "evaluation and output";

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "../model/gemm.h"
+#include "../run/settings.h"
 #include "test.h"
 
 static float round_bf16(float f) {
@@ -251,7 +252,39 @@ static int test_bf16(void) {
     return fails;
 }
 
+// --gemm's choices, its --help text and docs/options.md follow model/gemm.h's
+// engine list: "auto" first, then every engine in the list's order.
+static int test_choices_follow_the_engine_list(void) {
+    int fails = 0;
+    const char *const *ch = settings_find("gemm")->choices;
+    int n = 0;
+    while (ch[n]) n++;
+    EXPECT(n == gemm_engine_count + 1, "--gemm has %d choices for %d engines and auto", n, gemm_engine_count);
+    EXPECT(!strcmp(ch[0], "auto"), "--gemm's first choice is '%s', not auto", ch[0]);
+    for (int i = 0; i < gemm_engine_count && i + 1 < n; i++)
+        EXPECT(!strcmp(ch[i + 1], gemm_engines[i].name), "--gemm's choice %d is '%s', the engine list's '%s'", i + 1,
+               ch[i + 1], gemm_engines[i].name);
+    const char *help = settings_find("gemm")->help;
+    static char doc[1 << 18];
+    FILE *f = fopen("docs/options.md", "r");
+    size_t got = f ? fread(doc, 1, sizeof doc - 1, f) : 0;
+    if (f) fclose(f);
+    doc[got] = '\0';
+    const char *row = strstr(doc, "| `--gemm");
+    const char *eol = row ? strchr(row, '\n') : NULL;
+    for (int i = 0; i < gemm_engine_count; i++) {
+        EXPECT(strstr(help, gemm_engines[i].name), "--gemm's help does not name the engine %s", gemm_engines[i].name);
+        char word[64];
+        snprintf(word, sizeof word, "%s", gemm_engines[i].name);
+        int in_row = 0;
+        for (const char *p = row; p && eol && (p = strstr(p, word)) && p < eol; p++) in_row = 1;
+        EXPECT(in_row, "docs/options.md's --gemm row does not name the engine %s", gemm_engines[i].name);
+    }
+    return fails;
+}
+
 const test_case engine_tests[] = {
+    {"engine/choices_follow_the_engine_list", test_choices_follow_the_engine_list},
     {"engine/bf16_products_and_tests_again", test_bf16},
     {"engine/every_engine_matches_double", test_engines_match_double},
     {"engine/openblas_beta0_same_bits_as_cblas", test_openblas_beta0_same_bits},
