@@ -431,6 +431,176 @@ def evaluate(claims, results, missing=None):
     return out
 
 
+# ---- across model sizes (experiment scale) ----
+
+SCALE_EXP = "scale"
+LADDER_CTX = 64   # the ladder's training length these claims' comparisons map onto (the extrapolation table's)
+TRENDS = ("holds at every size", "grows with size", "shrinks with size", "flips", "no trend detected")
+
+
+def _ladder_table(results, size, train_ctx):
+    """results/scale.csv's runs of one size trained at train_ctx, as an
+    extrapolation-like table (label = pe, eval_ctx = its multiple of
+    LADDER_CTX) with its baselines, so that a claim's own comparisons select
+    from it unchanged."""
+    df = pd.read_csv(Path(results) / f"{SCALE_EXP}.csv")
+    g = df[(df["size"] == size) & (df["train_ctx"] == train_ctx)].copy()
+    g["label"] = g["pe"]
+    g["eval_ctx"] = (g["factor"] * LADDER_CTX).astype(int)
+    g["log_ppl"] = np.log(g["ppl"])
+    base = Path(results) / f"{SCALE_EXP}_baselines.csv"
+    b = pd.read_csv(base) if base.is_file() else pd.DataFrame(columns=["eval_ctx", "unigram_ppl", "bigram_ppl"])
+    b = b[b["eval_ctx"].isin(g["factor"].unique() * train_ctx)].copy()
+    b["eval_ctx"] = (b["eval_ctx"] // train_ctx * LADDER_CTX).astype(int)
+    return g, b
+
+
+def _ladder_lengths(c, at):
+    """The lengths a comparison reads (its sides' eval_ctx and minus), or None
+    when it reads another experiment's table."""
+    out = set()
+    for side in (c.get("a"), c.get("b")):
+        if not side:
+            continue
+        sel = {**at, **side}
+        if "exp" in sel:
+            return None
+        out.add(sel.get("eval_ctx"))
+        if "minus" in sel:
+            out.add(sel["minus"].get("eval_ctx"))
+    return out
+
+
+def slope_ci(x, y):
+    """OLS slope of y on x: (slope, lo, hi, smallest slope detectable with 80%
+    power at α = 0.05), NaN where fewer than 3 points or one x."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(x)
+    if n < 3 or np.ptp(x) == 0:
+        return math.nan, math.nan, math.nan, math.nan
+    r = sps.linregress(x, y)
+    df = n - 2
+    h = float(sps.t.ppf(1 - ALPHA / 2, df)) * r.stderr
+    mds = (float(sps.t.ppf(1 - ALPHA / 2, df)) + float(sps.t.ppf(stats.POWER, df))) * r.stderr
+    return float(r.slope), float(r.slope - h), float(r.slope + h), mds
+
+
+def trend_verdict(verdicts, slope, lo, hi, predicts):
+    """One comparison's trend with size, by rule: flips where it is
+    consistent at one size and contrary at another; else grows (or shrinks)
+    where the slope of the per-seed difference against log N is separated
+    from 0 in (against) the paper's direction; else holds at every size where
+    every size is consistent; else no trend detected."""
+    if "consistent" in verdicts and "contrary" in verdicts:
+        return "flips"
+    if np.isfinite(lo) and (lo > 0 or hi < 0) and predicts in ("<", ">", "≤", "≥"):
+        toward = (slope < 0) == (predicts in ("<", "≤"))
+        return "grows with size" if toward else "shrinks with size"
+    if verdicts and all(v == "consistent" for v in verdicts):
+        return "holds at every size"
+    return "no trend detected"
+
+
+def across_sizes(claims, results):
+    """For each claim declared `across_sizes: true`: every comparison that
+    reads lengths the ladder has (1×, 4×, 16× of 64), judged at each size of
+    results/scale.csv by the same rule (a claim's own Holm family at each
+    size), and its trend with size. [] when the ladder's table is absent."""
+    path = Path(results) / f"{SCALE_EXP}.csv"
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path)
+    sizes = list(df.drop_duplicates("size").sort_values("params")["size"])
+    params = dict(zip(df["size"], df["params"]))
+    ladder = set(df["factor"].unique() * LADDER_CTX)
+    out = []
+    for cl in claims:
+        if not cl.get("across_sizes"):
+            continue
+        keep = [(i, c) for i, c in enumerate(cl["comparisons"])
+                if (L := _ladder_lengths(c, cl.get("at", {}))) is not None and L <= ladder]
+        if not keep:
+            out.append({"claim": cl, "rows": [], "sizes": sizes})
+            continue
+        per_size = {}
+        for size in sizes:
+            with __import__("tempfile").TemporaryDirectory() as d:
+                g, b = _ladder_table(results, size, LADDER_CTX)
+                g.to_csv(Path(d) / f"{cl['experiment']}.csv", index=False)
+                b.to_csv(Path(d) / f"{cl['experiment']}_baselines.csv", index=False)
+                spec = {**cl, "comparisons": [c for _, c in keep], "needs": {}}
+                per_size[size] = evaluate([spec], d)[0]["results"]
+        rows = []
+        for k, (i, c) in enumerate(keep):
+            cells = [per_size[s][k] for s in sizes]
+            # the per-seed differences at every size, against log N
+            if all(str(x.get("failed") or "").startswith("not computed") for x in cells):
+                continue   # an encoding the ladder does not train
+            xs, ys = [], []
+            for s, cell in zip(sizes, cells):
+                if cell["verdict"] == "not testable here":
+                    continue   # a size where a precondition fails adds nothing to the trend
+                g, _ = _ladder_table(results, s, LADDER_CTX)
+                try:
+                    a = _side(g, {**cl.get("at", {}), **c["a"]}, cl["metric"], "ladder")
+                    if "b" in c:
+                        bb = _side(g, {**cl.get("at", {}), **c["b"]}, cl["metric"], "ladder")
+                        seeds = sorted(set(a.index) & set(bb.index))
+                        d = a.loc[seeds, cl["metric"]].astype(float) - bb.loc[seeds, cl["metric"]].astype(float)
+                    else:
+                        d = a[cl["metric"]].astype(float) - float(c["value"])
+                except ClaimError:
+                    continue
+                d = d[np.isfinite(d)]
+                xs += [math.log(params[s])] * len(d)
+                ys += list(d)
+            sl, lo, hi, mds = slope_ci(xs, ys)
+            testable = [x["verdict"] for x in cells if x["verdict"] != "not testable here"]
+            rows.append({"a": cells[0]["a"], "b": cells[0]["b"], "predicts": cells[0]["predicts"], "cells": cells,
+                         "slope": sl, "lo": lo, "hi": hi, "mds": mds,
+                         "trend": trend_verdict(testable, sl, lo, hi, cells[0]["predicts"])})
+        out.append({"claim": cl, "rows": rows, "sizes": sizes, "params": params,
+                    "skipped": len(cl["comparisons"]) - len(rows)})
+    return out
+
+
+def render_sizes(trends):
+    """The ledger's section on the ladder."""
+    lines = ["", "## Across model sizes", ""]
+    if trends is None:
+        return lines + ["The model-size ladder's table (`results/scale.csv`, `make experiments ONLY=scale`) is not "
+                        "published yet: no claim is judged across sizes."]
+    lines += ["The claims declared `across_sizes` judged again on the model-size ladder (experiment `scale`: the "
+              "Linux kernel's C source, trained at 64 bytes, read at 4× and 16×), at each size by the rule above "
+              "(each size its own Holm family), and their trend with size: the slope of the per-seed difference "
+              "against the natural log of the non-embedding parameters N (least squares over every seed of every "
+              "size, its 95% interval, and the smallest slope the design detects with 80% power). Trend, by rule: "
+              "**flips** where a comparison is consistent at one size and contrary at another; else **grows** "
+              "(or **shrinks**) with size where the slope is separated from 0 in (against) the paper's direction; "
+              "else **holds at every size** where every size is consistent; else **no trend detected**. A "
+              "comparison at 2× (128) has no ladder counterpart (the ladder reads 1×, 4× and 16×) and is left out; "
+              "so is one that reads another experiment's table. The fit describes the sizes trained, not beyond."]
+    for t in trends:
+        cl = t["claim"]
+        lines += ["", f"### {cl['paper']}", ""]
+        if not t["rows"]:
+            lines.append("No comparison of this claim reads lengths and encodings the ladder has.")
+            continue
+        if t.get("skipped"):
+            lines += [f"{t['skipped']} of its {len(cl['comparisons'])} comparisons read lengths, tables or encodings "
+                      "the ladder does not have.", ""]
+        head = ["A − B", "paper"] + [f"{s} (N {t['params'][s]:,})" for s in t["sizes"]] + ["slope per ln N [95%]",
+                                                                                           "detectable slope", "trend"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in t["rows"]:
+            cells = [f"{_num(c['est'])} [{_num(c['lo'])}, {_num(c['hi'])}] {c['verdict']}"
+                     + (f" ({c['failed'].split(':')[0]})" if c["failed"] else "") for c in r["cells"]]
+            lines.append(f"| {r['a']} − {r['b']} | {r['predicts']} 0 | " + " | ".join(cells)
+                         + f" | {_num(r['slope'], 4)} [{_num(r['lo'], 4)}, {_num(r['hi'], 4)}] | {_num(r['mds'], 4)} | "
+                         f"**{r['trend']}** |")
+    return lines
+
+
 # ---- declarations against the data ----
 
 HYPOTHESIS = ("experiment", "metric", "predicts", "at", "comparisons", "preconditions", "holds_if", "needs")
@@ -577,7 +747,7 @@ def effect_text(e):
     return text
 
 
-def render(evaluated, claims_file, history=None):
+def render(evaluated, claims_file, history=None, trends=None):
     history = history or {}
     lines = ["# The claims ledger", "",
              f"Generated by `make claims` (`python3 -m pelab_lab.claims {claims_file} results`) from the "
@@ -642,6 +812,7 @@ def render(evaluated, claims_file, history=None):
                          f"{_p(c['p_holm'])} | {c['verdict']}{why} |")
         if e.get("note"):
             lines += ["", e["note"].strip()]
+    lines += render_sizes(trends)
     return "\n".join(lines) + "\n"
 
 
@@ -697,7 +868,8 @@ def main(argv=None):
     missing = []
     try:
         history = declaration_history(a.claims, a.results)
-        text = render(evaluate(load_claims(a.claims), a.results, missing), a.claims, history)
+        claims = load_claims(a.claims)
+        text = render(evaluate(claims, a.results, missing), a.claims, history, across_sizes(claims, a.results))
     except ClaimError as e:
         print(f"claims: {e}", file=sys.stderr)
         return 2

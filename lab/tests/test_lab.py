@@ -492,6 +492,39 @@ class Claims(unittest.TestCase):
                 h = claims.declaration_history(Path(d) / "c.yaml", Path(d) / "results")
                 self.assertIn(("predicts '='", "predicts '≥'"), [(b, a) for _, b, a in h.get("x", [])])
 
+    def test_trend_verdicts_by_rule(self):
+        from pelab_lab import claims
+        self.assertEqual(claims.trend_verdict(["consistent", "contrary"], 0.0, -1, 1, "<"), "flips")
+        self.assertEqual(claims.trend_verdict(["consistent", "consistent"], -0.1, -0.2, -0.05, "<"), "grows with size")
+        self.assertEqual(claims.trend_verdict(["consistent", "inconclusive"], 0.1, 0.05, 0.2, "<"), "shrinks with size")
+        self.assertEqual(claims.trend_verdict(["consistent", "consistent"], 0.0, -0.1, 0.1, "<"), "holds at every size")
+        self.assertEqual(claims.trend_verdict(["consistent", "inconclusive"], 0.0, -0.1, 0.1, ">"), "no trend detected")
+        x = np.log([1e5] * 3 + [1e6] * 3 + [1e7] * 3)
+        slope, lo, hi, mds = claims.slope_ci(x, 0.05 * x + np.tile([0.0, 0.01, -0.01], 3))
+        self.assertAlmostEqual(slope, 0.05)
+        self.assertTrue(lo < 0.05 < hi and mds > 0)
+
+    def test_a_claim_across_ladder_sizes(self):
+        from pelab_lab import claims
+        with tempfile.TemporaryDirectory() as d:
+            rows = []
+            for size, n, gap in (("s", 1e5, 0.05), ("m", 1e6, 0.10), ("l", 1e7, 0.20)):
+                for seed in (1, 2, 3):
+                    for pe, extra in (("a", gap), ("b", 0.0)):
+                        for f in (1, 16):
+                            rows.append({"pe": pe, "size": size, "params": n, "train_ctx": 64, "seed": seed,
+                                         "factor": f, "ppl": math.exp(1.5 + (extra if f == 16 else 0) + 0.001 * seed)})
+            pd.DataFrame(rows).to_csv(Path(d) / "scale.csv", index=False)
+            cl = self.claim([{"a": {"label": "a", "eval_ctx": 1024, "minus": {"eval_ctx": 64}},
+                              "b": {"label": "b", "eval_ctx": 1024, "minus": {"eval_ctx": 64}}},
+                             {"a": {"label": "a", "eval_ctx": 128}, "b": {"label": "b", "eval_ctx": 128}}],
+                            predicts=">", across_sizes=True)
+            t = claims.across_sizes([cl], d)[0]
+            self.assertEqual(t["skipped"], 1)   # 2× has no ladder counterpart
+            r = t["rows"][0]
+            self.assertEqual([c["verdict"] for c in r["cells"]], ["consistent"] * 3)
+            self.assertEqual(r["trend"], "grows with size")
+
     def test_paired_by_seed(self):
         e = self.ledger(self.rows([1.0, 2.0, 3.0], [0.9, 1.9, 2.95]))
         r = e["results"][0]
