@@ -1079,6 +1079,16 @@ static void sample_text(const options *o, run_t *r) {
         for (int t = 0; t < T; t++) win[t] = t < len ? ctx[start + t] : 0;
         model_forward(m, &a, win, NULL, NULL);
         const float *z = a.logits + (size_t)(len - 1) * V;
+        if (o->temperature == 0) {  // greedy: the most likely text token (the first of equals); no randomness drawn
+            int best = -1;
+            for (int v = 0; v < V; v++)
+                if (data_is_text(d, v) && (best < 0 || z[v] > z[best])) best = v;
+            if (best < 0) best = last_text;
+            ctx[n++] = best;
+            data_decode(d, best, piece, sizeof piece);
+            fputs(piece, stdout);
+            continue;
+        }
         float mx = -INFINITY, sum = 0.0f;
         for (int v = 0; v < V; v++)
             if (data_is_text(d, v)) mx = z[v] > mx ? z[v] : mx;

@@ -222,6 +222,45 @@ static const char *refusal(unsigned mode) {
                                  : "cannot be given with --init: the model's shape and encoding come from the checkpoint";
 }
 
+// Edit distance between a and b (Levenshtein), at most 32 characters of b.
+static int edit_distance(const char *a, const char *b) {
+    int lb = (int)strlen(b);
+    if (lb > 32) return 99;
+    int row[33];
+    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int i = 1; a[i - 1]; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j];
+            int sub = diag + (a[i - 1] != b[j - 1]);
+            int best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < best ? sub : best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+// " (did you mean --NAME?)" for a mistyped option: the same name with '-'
+// for '_' (an underscore spelling is suggested, never accepted silently), or
+// the nearest option within two edits; "" when none is near.
+static void suggest_option(const char *arg, const struct option *opts, char *buf, size_t cap) {
+    char want[64];
+    snprintf(want, sizeof want, "%s", arg + strspn(arg, "-"));
+    want[strcspn(want, "=")] = '\0';
+    for (char *p = want; *p; p++)
+        if (*p == '_') *p = '-';
+    const char *best = NULL;
+    int best_d = 3;
+    for (const struct option *o = opts; o->name; o++) {
+        int d = edit_distance(want, o->name);
+        if (d < best_d) best_d = d, best = o->name;
+    }
+    if (best) snprintf(buf, cap, " (did you mean --%s?)", best);
+    else if (cap) buf[0] = '\0';
+}
+
 void options_parse(options *o, int argc, char **argv) {
     options_defaults(o);
     const pe_option *pe_list[MAX_PE_OPTIONS];
@@ -251,7 +290,11 @@ void options_parse(options *o, int argc, char **argv) {
             if (!config_set(&o->pe_opts, p->name, v)) die_usage("too many encoding options");
             continue;
         }
-        if (c < 256 || c >= 256 + settings_count) die_usage("unknown option '%s'", argv[optind - 1]);
+        if (c < 256 || c >= 256 + settings_count) {
+            char hint[96];
+            suggest_option(argv[optind - 1], longopts, hint, sizeof hint);
+            die_usage("unknown option '%s'%s", argv[optind - 1], hint);
+        }
         const setting *s = &settings_schema[c - 256];
         o->given[c - 256] = 1;
         if (s->type == SET_ACTION) {

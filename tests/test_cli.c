@@ -269,10 +269,13 @@ static int test_bad_input_table(void) {
         {"--rel-clip 0", 2, "--rel-clip"},
         {"--t5-buckets 2", 2, "--t5-buckets"},
         {"--no-such-flag", 2, "--no-such-flag"},
+        {"--eval_ctx 64", 2, "did you mean --eval-ctx?"},  // an underscore spelling: suggested, never taken
+        {"--stesp 5", 2, "did you mean --steps?"},
+        {"--rope_base 500", 2, "did you mean --rope-base?"},  // an encoding's option too
         {"--ctx", 2, "--ctx"},
         {"stray", 2, "stray"},
         {"--eval-ctx 64,,x", 2, "--eval-ctx"},
-        {"--temperature 0", 2, "--temperature"},
+        {"--temperature -1", 2, "--temperature"},
         {"-heads 4", 2, "unknown option '-heads'"},  // -h alone is --help; not the start of a mistyped option
         {"--threads 0", 2, "--threads"},
         {"--seed -1", 2, "--seed"},
@@ -632,6 +635,16 @@ static int test_sampler_emits_only_text(void) {
     int s = run_train("--quiet --threads 2 --steps 0 --sample 400 --seed 3");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample: the"), "sampling: %s", err_buf);
     EXPECT(!strstr(out_buf, "<mask>") && !strstr(out_buf, "<pad>"), "the sample holds a special token: %.300s", strstr(out_buf, "sample:"));
+    // --temperature 0 is greedy: the same text whatever the seed, and only text
+    static char first[1 << 16];
+    s = run_train("--quiet --threads 2 --steps 0 --sample 100 --temperature 0 --seed 3");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample: the"), "greedy sampling: %s", err_buf);
+    memcpy(first, out_buf, sizeof first);
+    s = run_train("--quiet --threads 2 --steps 0 --sample 100 --temperature 0 --seed 4");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strcmp(strstr(first, "sample:") ? strstr(first, "sample:") : first,
+                                                          strstr(out_buf, "sample:") ? strstr(out_buf, "sample:") : out_buf),
+           "greedy samples differ between seeds:\n%s\n%s", first, out_buf);
+    EXPECT(!strstr(out_buf, "<mask>") && !strstr(out_buf, "<pad>"), "the greedy sample holds a special token");
     return fails;
 }
 
