@@ -848,8 +848,10 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
             er->probe[i] = xmalloc(sizeof(double) * (size_t)(r->m.cfg.layers + 1));
             if (eval_probe_positions(&r->m, &r->d, L, (size_t)o->eval_tokens, er->probe[i], er->probe_err[i],
                                      sizeof er->probe_err[i]) == 0) {
-                printf("probe ctx=%d r2=", L);
-                for (int l = 0; l <= r->m.cfg.layers; l++) printf("%s%.3f", l ? "," : "", er->probe[i][l]);
+                // held-out R² of a linear probe of the position: from the input (embeddings and an
+                // absolute encoding), then from each block's output
+                printf("probe ctx=%d position R² (held out): input %.3f", L, er->probe[i][0]);
+                for (int l = 1; l <= r->m.cfg.layers; l++) printf(", block %d %.3f", l, er->probe[i][l]);
                 printf("\n");
             } else {
                 free(er->probe[i]);

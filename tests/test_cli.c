@@ -635,6 +635,11 @@ static int test_sampler_emits_only_text(void) {
     int s = run_train("--quiet --threads 2 --steps 0 --sample 400 --seed 3");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample: the"), "sampling: %s", err_buf);
     EXPECT(!strstr(out_buf, "<mask>") && !strstr(out_buf, "<pad>"), "the sample holds a special token: %.300s", strstr(out_buf, "sample:"));
+    // --probe-positions says what each number is
+    s = run_train("--quiet --threads 2 --steps 20 --probe-positions --eval-tokens 512");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "probe ctx=64 position R² (held out): input ") &&
+               strstr(out_buf, ", block 1 ") && strstr(out_buf, ", block 2 "),
+           "the probe line is not labelled: %s", out_buf);
     // --temperature 0 is greedy: the same text whatever the seed, and only text
     static char first[1 << 16];
     s = run_train("--quiet --threads 2 --steps 0 --sample 100 --temperature 0 --seed 3");
