@@ -3,7 +3,7 @@
 repository under lab/records/EXP/ARM/SEED.json so that the workflow resumes
 from what landed, in a new run folder, on another machine.
 
-  python3 -m pelab_lab.records seed OUTDIR   # copy the records the plan still wants into OUTDIR/runs/
+  python3 -m pelab_lab.records seed OUTDIR [TARGETS]  # copy the records the plan still wants into OUTDIR/runs/
   python3 -m pelab_lab.records keep OUTDIR   # copy OUTDIR's finished runs of those experiments into lab/records/
 
 A record is seeded only when the run it records is the run the plan asks for:
@@ -80,8 +80,20 @@ def recorded_plan(outdir):
     return runs, files, config
 
 
-def seed(outdir):
+def _wanted(targets, experiments):
+    """Whether Snakemake's targets (none: everything) may need a recorded
+    experiment's runs: 'all', 'publish', or a file or rule naming one."""
+    names = [t for t in targets if not t.startswith("-") and not t.isdigit()]
+    if not names:
+        return True
+    return any(t in ("all", "publish") or any(e in t for e in experiments) for t in names)
+
+
+def seed(outdir, targets=()):
     runs, files, config = recorded_plan(outdir)
+    recorded = {r.exp for r in runs.values()}
+    if not _wanted(list(targets), recorded):
+        return 0   # the invocation asks for other experiments: nothing to seed, no corpus to make
     copied = refused = 0
     for key, r in sorted(runs.items()):
         src = RECORDS / f"{key}.json"
@@ -141,10 +153,11 @@ def keep(outdir):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] not in ("seed", "keep"):
-        print("usage: python3 -m pelab_lab.records seed|keep OUTDIR", file=sys.stderr)
+    if len(argv) < 2 or argv[0] not in ("seed", "keep") or (argv[0] == "keep" and len(argv) != 2):
+        print("usage: python3 -m pelab_lab.records seed OUTDIR [SNAKEMAKE TARGETS AND OPTIONS] | keep OUTDIR",
+              file=sys.stderr)
         return 2
-    return (seed if argv[0] == "seed" else keep)(argv[1])
+    return seed(argv[1], argv[2:]) if argv[0] == "seed" else keep(argv[1])
 
 
 if __name__ == "__main__":

@@ -619,6 +619,13 @@ class ScaleLadder(unittest.TestCase):
         self.assertEqual(large.options[large.options.index("--eval-ctx") + 1], "256,1024,4096")
         self.assertEqual(len(runs), 2 * 2 + 2 * 1 * 2)
 
+    def test_records_seeded_only_where_wanted(self):
+        from pelab_lab import records
+        self.assertTrue(records._wanted([], {"scale"}))
+        self.assertTrue(records._wanted(["-j", "2", "publish_scale"], {"scale"}))
+        self.assertTrue(records._wanted(["runs/scale/x/1.json"], {"scale"}))
+        self.assertFalse(records._wanted(["-j", "2", "results/slow.md"], {"scale"}))
+
     def test_record_must_be_the_planned_run(self):
         from pelab_lab import records
         spec = {"kind": "scale", "encodings": ["rope"], "tokens": 2048, "tokens_per_step": 1024, "lr": 3e-3,
