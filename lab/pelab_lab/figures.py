@@ -422,6 +422,6 @@ def scale_panels(evals, title, stem):
             ax.grid(alpha=0.3, which="both")
         row[0].set_title(f"trained at {L0}: loss against size", fontsize=9)
         row[1].set_title(f"trained at {L0}: extrapolation to 16× against size", fontsize=9)
-        row[1].legend(fontsize=7, ncol=2)
+        row[0].legend(fontsize=7, ncol=2)   # the left panel has every encoding (learned has no ratio)
     fig.suptitle(title, fontsize=10)
     return save(fig, stem)

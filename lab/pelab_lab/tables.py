@@ -535,7 +535,7 @@ def scale(name, t, stem, spec):
         f"The model-size ladder: {len(sizes)} sizes × {evals['pe'].nunique()} encodings, each run trained on the "
         "corpus's training files and scored on its held-out files at 1×, 4× and 16× its training length (the "
         "full window, and a sliding window of the training length). Tokens per size by the stated rule: "
-        f"{spec.get('tokens', 0):,.0f} · (N / N_smallest)^{spec.get('tokens_exponent', 1 / 3):.4g}, N the non-embedding "
+        f"{float(spec.get('tokens', 0)):,.0f} · (N / N_smallest)^{float(spec.get('tokens_exponent', 1 / 3)):.4g}, N the non-embedding "
         f"parameters (12·d²·layers); lr = {spec.get('lr')} · (64 / d)^{spec.get('lr_exponent', 0.5)}. CPU hours: the "
         "runs' own training and evaluation time, one thread each. " + base_note, "",
         _md(["size", "d", "layers", "N", "steps", "tokens", "tokens per N", "lr", "CPU hours", "seeds"], budget)]
