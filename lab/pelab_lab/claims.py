@@ -472,17 +472,8 @@ def _ladder_lengths(c, at):
 
 
 def slope_ci(x, y):
-    """OLS slope of y on x: (slope, lo, hi, smallest slope detectable with 80%
-    power at α = 0.05), NaN where fewer than 3 points or one x."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n = len(x)
-    if n < 3 or np.ptp(x) == 0:
-        return math.nan, math.nan, math.nan, math.nan
-    r = sps.linregress(x, y)
-    df = n - 2
-    h = float(sps.t.ppf(1 - ALPHA / 2, df)) * r.stderr
-    mds = (float(sps.t.ppf(1 - ALPHA / 2, df)) + float(sps.t.ppf(stats.POWER, df))) * r.stderr
-    return float(r.slope), float(r.slope - h), float(r.slope + h), mds
+    """(slope, lo, hi, smallest detectable slope) of y on x (stats.slope_ci)."""
+    return stats.slope_ci(x, y)[:4]
 
 
 def trend_verdict(verdicts, slope, lo, hi, predicts):

@@ -215,3 +215,19 @@ def median_solve(times, solved):
     lo, hi = sf.quantile_ci(0.5)
     fix = lambda v: math.inf if v is None or not np.isfinite(v) else float(v)
     return fix(med), fix(lo), fix(hi)
+
+
+def slope_ci(x, y):
+    """Least-squares slope of y on x over the finite pairs: (slope, lo, hi,
+    smallest slope detectable with 80% power at α = 0.05, n); NaNs where
+    fewer than 3 pairs or a single x."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(x)
+    if n < 3 or np.ptp(x) == 0:
+        return math.nan, math.nan, math.nan, math.nan, n
+    r = sps.linregress(x, y)
+    t = float(sps.t.ppf(1 - ALPHA / 2, n - 2))
+    return (float(r.slope), float(r.slope - t * r.stderr), float(r.slope + t * r.stderr),
+            (t + float(sps.t.ppf(POWER, n - 2))) * r.stderr, n)

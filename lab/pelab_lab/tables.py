@@ -490,15 +490,8 @@ def rope_decay(name, t, stem, spec):
 
 def _slope(x, y):
     """OLS slope of y on x with its 95% interval and n: (slope, lo, hi, n)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    n = len(x)
-    if n < 3 or np.ptp(x) == 0:
-        return math.nan, math.nan, math.nan, n
-    r = stats.sps.linregress(x, y)
-    h = float(stats.sps.t.ppf(1 - stats.ALPHA / 2, n - 2)) * r.stderr
-    return float(r.slope), float(r.slope - h), float(r.slope + h), n
+    slope, lo, hi, _, n = stats.slope_ci(x, y)
+    return slope, lo, hi, n
 
 
 def scale_frame(evals):
