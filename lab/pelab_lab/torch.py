@@ -357,6 +357,11 @@ def read_any(path):
         raise PelabFileError(f"cannot read '{path}': {e.strerror}") from None
     if head == b"PELABCK1":
         return read_checkpoint(path)
+    with open(path, "rb") as f:
+        f.seek(8)
+        if f.read(1) != b"{":
+            raise PelabFileError(f"'{path}' is neither a pelab checkpoint (it would start with PELABCK1) nor a "
+                                 "safetensors file (a JSON header after 8 bytes)")
     tensors, meta = read_safetensors(path)
     if "pelab_config" in meta:
         try:
@@ -686,6 +691,9 @@ def eval_rows(cfg, tokens, mask, L, eval_tokens, seed):
 def evaluate(model, cfg, L, data=None, eval_tokens=16384, seed=None):
     """Mean cross-entropy (nats per token) at length L over the validation
     windows ./train --load scores (no --eval-window), and the tokens scored."""
+    if split_pe(cfg["pe"])[0] == "learned" and L > cfg["ctx"]:
+        raise PelabFileError(f"--pe {cfg['pe']} has no positions past {cfg['ctx']} (the training ctx), so ctx={L} "
+                             "cannot be evaluated")
     spec = data if data is not None else cfg.get("data")
     tokens, mask = corpus_tokens(spec)
     tok, tgt = eval_rows(cfg, tokens, mask, L, eval_tokens, cfg.get("seed", 1) if seed is None else seed)
@@ -709,6 +717,11 @@ USAGE = """usage: python3 -m pelab_lab.torch MODEL [MODEL ...] --eval [--data FI
 MODEL: a pelab checkpoint (--save) or a safetensors file this module exported."""
 
 
+def usage_error(text):
+    print(f"pelab_lab.torch: {text}\n{USAGE}", file=sys.stderr)
+    return 2
+
+
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
     opts, paths = {}, []
@@ -718,18 +731,18 @@ def main(argv=None):
             opts[a] = True
         elif a in ("--data", "--eval-ctx", "--eval-tokens", "--seed", "--export", "--rope-scale", "--rope-factor"):
             if not args:
-                raise SystemExit(f"pelab_lab.torch: {a} needs a value\n{USAGE}")
+                return usage_error(f"{a} needs a value")
             opts[a] = args.pop(0)
         elif a.startswith("-"):
-            raise SystemExit(f"pelab_lab.torch: unknown option '{a}'\n{USAGE}")
+            return usage_error(f"unknown option '{a}'")
         else:
             paths.append(a)
     if not paths or ("--eval" in opts) == ("--export" in opts):
-        raise SystemExit(USAGE)
+        return usage_error("give one or more models and either --eval or --export")
     try:
         if "--export" in opts:
             if len(paths) != 1:
-                raise SystemExit("pelab_lab.torch: --export takes one model")
+                return usage_error("--export takes one model")
             cfg, flat = read_any(paths[0])
             conf = write_safetensors(opts["--export"], cfg, flat)
             print(f"wrote {opts['--export']} ({len(flat)} parameters) and {conf}")
@@ -742,8 +755,9 @@ def main(argv=None):
             seed = int(opts["--seed"]) if "--seed" in opts else None
             factor = float(opts["--rope-factor"]) if "--rope-factor" in opts else None
         except ValueError:
-            raise SystemExit(f"pelab_lab.torch: --eval-ctx, --eval-tokens and --seed take integers, --rope-factor a "
-                             f"number\n{USAGE}") from None
+            return usage_error("--eval-ctx, --eval-tokens and --seed take integers, --rope-factor a number")
+        if min(lengths or [1]) < 1 or eval_tokens < 1 or (seed is not None and seed < 0) or (factor is not None and factor < 1):
+            return usage_error("--eval-ctx lengths and --eval-tokens are at least 1, --seed at least 0, --rope-factor at least 1")
         results = []
         for p in paths:
             model, cfg = load(p, opts.get("--rope-scale"), factor)

@@ -773,3 +773,42 @@ class Decay(unittest.TestCase):
         # hd 4, base 100: θ = (1, 0.1); at r = 10, S_2 = e^{10i} + e^{i}
         want = (1 + abs(complex(math.cos(10), math.sin(10)) + complex(math.cos(1), math.sin(1)))) / 2
         self.assertAlmostEqual(decay.rope_bound(4, 100, [10])[0], want)
+
+
+class TorchFiles(unittest.TestCase):
+    """pelab_lab.torch's files, without PyTorch: the safetensors export read
+    back, and what the command line refuses (the model itself is tested by
+    tests/test_torch.c)."""
+
+    def test_safetensors_round_trip(self):
+        from pelab_lab import torch as pt
+        cfg = pt.resolve_options(dict(vocab=20, ctx=8, d=8, layers=2, heads=2, causal=1, pe="learned+xl", base_ctx=0,
+                                      rand_pos=0, options={}), {})
+        n = sum(int(np.prod(s)) for _, s in pt.layout(cfg))
+        flat = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+        with tempfile.TemporaryDirectory() as d:
+            path = f"{d}/m.safetensors"
+            pt.write_safetensors(path, cfg, flat)
+            cfg2, flat2 = pt.read_any(path)
+            self.assertTrue(np.array_equal(flat, flat2))
+            self.assertEqual((cfg2["pe"], cfg2["layers"]), ("learned+xl", 2))
+            tensors, _ = pt.read_safetensors(path)
+            # GPT-2's (in, out) orientation: qkvw of layer 1 transposed
+            qkvw = pt.unflatten(cfg, flat)["qkvw"]
+            self.assertTrue(np.array_equal(tensors["h.1.attn.c_attn.weight"], qkvw[1].T))
+            self.assertIn("h.0.attn.pos.xl_wr", tensors)
+            self.assertEqual(json.load(open(f"{d}/config.json"))["pe"], "learned+xl")
+            Path(f"{d}/x.txt").write_text("hello, not a model\n")
+            with self.assertRaisesRegex(pt.PelabFileError, "neither a pelab checkpoint"):
+                pt.read_any(f"{d}/x.txt")
+
+    def test_command_line_refusals(self):
+        from pelab_lab import torch as pt
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(pt.main([]), 2)
+            self.assertEqual(pt.main(["m.ck", "--eval", "--bogus"]), 2)
+            self.assertEqual(pt.main(["m.ck", "--export"]), 2)
+            self.assertEqual(pt.main(["a.ck", "b.ck", "--export", "o.safetensors"]), 2)
+            self.assertEqual(pt.main(["/nonexistent/m.ck", "--export", "o.safetensors"]), 1)
+        self.assertIn("unknown option '--bogus'", err.getvalue())
+        self.assertIn("cannot read '/nonexistent/m.ck'", err.getvalue())
