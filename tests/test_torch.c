@@ -387,7 +387,7 @@ static int test_safetensors(void) {
         {"printf '\\377\\377\\377\\377\\0\\0\\0\\0' > bad1; tail -c +9 m5.safetensors >> bad1", "header length"},
         {"cp m5.safetensors bad2; printf 'XXXX' | dd of=bad2 bs=1 seek=9 conv=notrunc 2>/dev/null", "not valid JSON"},
         {"head -c $(($(stat -c %s m5.safetensors) - 4)) m5.safetensors > bad3", "truncated"},
-        {"printf '' > bad4", "shorter than"},
+        {"printf '' > bad4", "is empty"},
         {"cp m5.ck bad5; printf 'Z' | dd of=bad5 bs=1 seek=200 conv=notrunc 2>/dev/null", "CRC-32"},
     };
     int nbad = (int)(sizeof bad / sizeof bad[0]);

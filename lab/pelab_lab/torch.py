@@ -357,6 +357,8 @@ def read_any(path):
         raise PelabFileError(f"cannot read '{path}': {e.strerror}") from None
     if head == b"PELABCK1":
         return read_checkpoint(path)
+    if not head:
+        raise PelabFileError(f"'{path}' is empty")
     with open(path, "rb") as f:
         f.seek(8)
         if f.read(1) != b"{":
