@@ -1904,7 +1904,28 @@ static int test_json_is_utf8(void) {
     return fails;
 }
 
+// The --json of a few fixed runs (tests/golden_json.sh: a text run with every
+// evaluation output, a --load evaluation, cats, a task) against the bytes
+// kept in tests/fixtures/golden_json.txt, with what varies between machines
+// masked: a change to --json's keys, their order or their formatting fails
+// here until the fixture is regenerated on purpose.
+static int test_json_golden(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "tests/golden_json.sh > %s 2>&1 && diff tests/fixtures/golden_json.txt %s > %s 2>&1",
+             tmp_path("golden.txt"), tmp_path("golden.txt"), tmp_path("golden.diff"));
+    int rc = system(cmd);
+    static char diff[4096];
+    slurp(tmp_path("golden.diff"), diff, sizeof diff);
+    if (rc != 0) slurp(tmp_path("golden.txt"), diff + strlen(diff), sizeof diff - strlen(diff));
+    EXPECT(rc == 0, "--json differs from tests/fixtures/golden_json.txt (regenerate it with tests/golden_json.sh "
+           "> tests/fixtures/golden_json.txt if the change is meant):\n%.1500s", diff);
+    return fails;
+}
+
 const test_case cli_tests[] = {
+    {"cli/json_golden", test_json_golden},
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"files/abandon_leaves_no_temporary", test_abandon_during_writes},
     {"cli/kill_during_save_leaves_loadable_checkpoint", test_kill_during_save},
