@@ -87,7 +87,7 @@ endif
 # canvas), model/ and its encodings in model/pe/, run/ (the settings schema,
 # the run's state, checkpoints), eval/, cli/; train.c on top. A folder
 # includes only folders before it in this list.
-LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c run/*.c eval/*.c cli/*.c)
+LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c run/*.c cli/*.c)
 HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h run/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 

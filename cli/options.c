@@ -112,7 +112,7 @@ static void print_pe_options(FILE *f) {
 }
 
 // The environment variables train reads (core/startup.c, plot/canvas.c;
-// the PELAB_TEST_ ones are the test suite's hooks, core/hooks.c): a test
+// the PELAB_TEST_ ones are the test suite's hooks, core/test_hooks.c): a test
 // finds every getenv of the sources here and in docs/options.md.
 static void print_environment(FILE *f) {
     char par_min[32];

@@ -20,6 +20,9 @@
 #include <setjmp.h>
 extern jmp_buf *die_jump;
 
+// The length of the valid UTF-8 sequence at s (1 to 4 bytes; overlongs,
+// surrogates and code points past U+10FFFF are not valid), or 0.
+int utf8_length(const unsigned char *s);
 // Writes s with every control byte (but newline and tab) and every byte
 // that is not part of valid UTF-8 as \xNN: text from a file (a checkpoint's
 // fields, a path) never reaches a terminal raw. Every message goes through it.

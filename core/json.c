@@ -3,16 +3,7 @@
 
 #include <math.h>
 
-// The length of the valid UTF-8 sequence at s (1 to 4), or 0.
-static int utf8_length(const unsigned char *s) {
-    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
-    for (int k = 1; k < n; k++)
-        if ((s[k] & 0xC0) != 0x80) return 0;
-    if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;  // overlong, surrogates
-    if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;  // overlong, > U+10FFFF
-    return n;
-}
+#include "common.h"
 
 void json_string(FILE *f, const char *s) {
     fputc('"', f);

@@ -166,12 +166,12 @@ static int cats_check_ctx(const data_t *d, int T, char *err, size_t errlen) {
 }
 
 // Evaluation rows are training-like rows from each window's own stream.
-static size_t cats_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
+static size_t cats_val_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
     (void)d, (void)L, (void)err, (void)errlen;
     return want;
 }
 
-static void cats_eval_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
+static void cats_val_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
     (void)w;
     cats_fill_row(d, rng, L, tokens, targets, seg);
 }
@@ -221,8 +221,8 @@ const corpus_ops corpus_cats = {
     .open = cats_open,
     .check_ctx = cats_check_ctx,
     .row = cats_fill_row,
-    .eval_windows = cats_eval_windows,
-    .eval_row = cats_eval_row,
+    .val_windows = cats_val_windows,
+    .val_row = cats_val_row,
     .encode = cats_encode,
     .decode = cats_decode,
     .is_text = cats_is_text,

@@ -28,9 +28,9 @@ struct corpus_ops {
     void (*row)(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int *seg);
     // Evaluation windows of length L: at most want (>= 1), 0 with a message
     // when there are none.
-    size_t (*eval_windows)(const data_t *d, int L, size_t want, char *err, size_t errlen);
+    size_t (*val_windows)(const data_t *d, int L, size_t want, char *err, size_t errlen);
     // Window w into one row of length L; rng is the window's own stream.
-    void (*eval_row)(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg);
+    void (*val_row)(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg);
     int (*encode)(const data_t *d, const char *text, int *out, int max, char *err, size_t errlen);
     void (*decode)(const data_t *d, int t, char *buf, size_t buflen);
     // NULL: every token but [MASK] is text
@@ -51,11 +51,11 @@ const corpus_ops *corpus_at(int i);
 int seq_token(const data_t *d, size_t i);
 int seq_check_ctx(const data_t *d, int T, char *err, size_t errlen);
 void seq_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int *seg);
-size_t seq_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen);
-void seq_eval_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg);
+size_t seq_val_windows(const data_t *d, int L, size_t want, char *err, size_t errlen);
+void seq_val_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg);
 // The four hooks of a sequence corpus, for its ops table.
 #define SEQ_CORPUS_HOOKS \
-    .check_ctx = seq_check_ctx, .row = seq_row, .eval_windows = seq_eval_windows, .eval_row = seq_eval_row
+    .check_ctx = seq_check_ctx, .row = seq_row, .val_windows = seq_val_windows, .val_row = seq_val_row
 // The "--prompt too long" message, shared by every encoder.
 int data_prompt_too_long(int max, char *err, size_t errlen);
 

@@ -170,16 +170,16 @@ void data_next_batch(data_t *d, int B, int T, int *tokens, int *targets, int *se
     }
 }
 
-size_t data_eval_windows(const data_t *d, int L, size_t max_tokens, char *err, size_t errlen) {
+size_t data_val_windows(const data_t *d, int L, size_t max_tokens, char *err, size_t errlen) {
     size_t want = max_tokens / (size_t)L;
-    return d->ops->eval_windows(d, L, want < 1 ? 1 : want, err, errlen);
+    return d->ops->val_windows(d, L, want < 1 ? 1 : want, err, errlen);
 }
 
-void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, int *seg) {
+void data_val_row(const data_t *d, int L, size_t w, int *tokens, int *targets, int *seg) {
     // Each window draws from its own stream, so the answer does not depend on
     // how windows are batched.
     rng_t r = {d->seed * 0xD1B54A32D192ED03ull + 0x3C6EF372FE94F82Aull + w * 0x9E3779B97F4A7C15ull};
-    d->ops->eval_row(d, &r, L, w, tokens, targets, seg);
+    d->ops->val_row(d, &r, L, w, tokens, targets, seg);
 }
 
 int data_prompt_too_long(int max, char *err, size_t errlen) {
@@ -250,7 +250,7 @@ void seq_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targets, int 
     seq_row_at(d, rng, start, T, tokens, targets, seg);
 }
 
-size_t seq_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
+size_t seq_val_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
     size_t nval = d->n - d->n_train;
     size_t have = nval > 0 ? (nval - 1) / (size_t)L : 0;
     if (have == 0) {
@@ -261,7 +261,7 @@ size_t seq_eval_windows(const data_t *d, int L, size_t want, char *err, size_t e
     return want < have ? want : have;
 }
 
-void seq_eval_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
+void seq_val_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
     seq_row_at(d, rng, d->n_train + w * (size_t)L, L, tokens, targets, seg);
 }
 

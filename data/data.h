@@ -109,9 +109,9 @@ void data_next_batch(data_t *d, int B, int T, int *tokens, int *targets, int *se
 
 // Evaluation windows of length L: how many (capped by max_tokens), 0 when the
 // validation split is too short (then *err says so).
-size_t data_eval_windows(const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
-// Window w (of data_eval_windows) into one row of length L.
-void data_eval_row(const data_t *d, int L, size_t w, int *tokens, int *targets, int *seg);
+size_t data_val_windows(const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
+// Window w (of data_val_windows) into one row of length L.
+void data_val_row(const data_t *d, int L, size_t w, int *tokens, int *targets, int *seg);
 
 // --prompt's default: "the" on cats, a newline on text, 50256 (GPT-2's
 // <|endoftext|>) on a shard; NULL on a task (no default question).

@@ -344,7 +344,7 @@ static void task_row(const data_t *d, rng_t *rng, int T, int *tokens, int *targe
     data_task_row(d, rng, d->train_len, T, tokens, targets, seg);
 }
 
-static size_t task_eval_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
+static size_t task_val_windows(const data_t *d, int L, size_t want, char *err, size_t errlen) {
     int need = task_len_at(d->task, d->train_len.hi, d->task_ignore);
     if (L < need) {
         snprintf(err, errlen, "ctx=%d is shorter than the longest training instance (%d tokens); the task's loss is "
@@ -354,7 +354,7 @@ static size_t task_eval_windows(const data_t *d, int L, size_t want, char *err, 
     return want;
 }
 
-static void task_eval_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
+static void task_val_row(const data_t *d, rng_t *rng, int L, size_t w, int *tokens, int *targets, int *seg) {
     (void)w;
     data_task_row(d, rng, d->train_len, L, tokens, targets, seg);
 }
@@ -396,8 +396,8 @@ const corpus_ops corpus_task = {
     .open = task_open,
     .check_ctx = task_check_ctx,
     .row = task_row,
-    .eval_windows = task_eval_windows,
-    .eval_row = task_eval_row,
+    .val_windows = task_val_windows,
+    .val_row = task_val_row,
     .encode = task_encode,
     .decode = task_decode,
     .is_text = task_is_text,

@@ -12,7 +12,7 @@
 // Evaluation batches hold about this many tokens, whatever L is.
 #define EVAL_BATCH_TOKENS 4096
 
-size_t eval_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen) {
+size_t eval_scorable_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen) {
     if (L > model_max_eval_ctx(m)) {
         if (m->cfg.rand_pos)  // the positions were drawn from [0, MAX): MAX bounds every encoding, not the ctx
             snprintf(err, errlen,
@@ -24,7 +24,7 @@ size_t eval_windows(const model_t *m, const data_t *d, int L, size_t max_tokens,
                      "or sinusoidal encoding to evaluate longer", m->cfg.pe, model_max_eval_ctx(m), L);
         return 0;
     }
-    return data_eval_windows(d, L, max_tokens, err, errlen);
+    return data_val_windows(d, L, max_tokens, err, errlen);
 }
 
 // The loss over what the processes scored, into r: a refusal when nothing
@@ -97,7 +97,7 @@ size_t eval_window_stride(int W) { return W >= 8 ? (size_t)W / 8 : 1; }
 void eval_perplexity_window(model_t *m, const data_t *d, int L, int W, size_t max_tokens, double *attn_stats, eval_result *r) {
     memset(r, 0, sizeof *r);
     r->L = L;
-    size_t windows = eval_windows(m, d, L, max_tokens, r->err, sizeof r->err);
+    size_t windows = eval_scorable_windows(m, d, L, max_tokens, r->err, sizeof r->err);
     if (!windows) return;
     if (W > 0 && W < L && !m->cfg.causal) {
         snprintf(r->err, sizeof r->err, "--eval-window scores each next-token target with the tokens before it, "
@@ -123,13 +123,13 @@ void eval_perplexity_window(model_t *m, const data_t *d, int L, int W, size_t ma
         for (size_t w = w0; w < w0 + chunk && w < windows; w++) {
             if (!win) {
                 size_t o = (size_t)e.rows++ * L;
-                data_eval_row(d, L, w, e.tok + o, e.tgt + o, e.seg + o);
+                data_val_row(d, L, w, e.tok + o, e.tgt + o, e.seg + o);
                 continue;
             }
             // Sub-windows of W every S tokens; each scores the targets after the
             // previous one's last, so a target has its whole context within the
             // first W tokens, and from W-S+1 to W tokens of context after them.
-            data_eval_row(d, L, w, row_tok, row_tgt, row_seg);
+            data_val_row(d, L, w, row_tok, row_tgt, row_seg);
             size_t scored = 0;
             for (size_t s0 = 0;; s0 += S) {
                 if (s0 + (size_t)W > (size_t)L) s0 = (size_t)L - (size_t)W;

@@ -41,7 +41,7 @@ size_t eval_window_stride(int W);
 // The validation windows eval_perplexity scores at length L, or 0 with err
 // filled when that length can never be evaluated for this model and data
 // (past its positions, or no window): the refusal it makes, asked first.
-size_t eval_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
+size_t eval_scorable_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
 // A task's accuracy at the sizes r: `count` instances from a fixed stream
 // (`stream` picks it), each right when every answer token is the argmax
 // (docs/data.md). ok = 0 with err when the encoding cannot reach the

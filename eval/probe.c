@@ -96,7 +96,7 @@ double probe_acc_r2(const probe_acc *p) {
 }
 
 int eval_probe_positions(model_t *m, const data_t *d, int L, size_t max_tokens, double *r2, char *err, size_t errlen) {
-    size_t windows = eval_windows(m, d, L, max_tokens, err, errlen);
+    size_t windows = eval_scorable_windows(m, d, L, max_tokens, err, errlen);
     if (!windows) return -1;
     if (windows < 2) {
         snprintf(err, errlen, "the position probe at ctx=%d needs two validation windows (one to fit, one to score); "
@@ -123,7 +123,7 @@ int eval_probe_positions(model_t *m, const data_t *d, int L, size_t max_tokens, 
         int nb = (int)(windows - w0 < (size_t)B ? windows - w0 : (size_t)B);
         for (int b = 0; b < B; b++) {
             size_t o = (size_t)b * L;
-            if (b < nb) data_eval_row(d, L, w0 + b, tok + o, tgt + o, seg + o);
+            if (b < nb) data_val_row(d, L, w0 + b, tok + o, tgt + o, seg + o);
             else memcpy(tok + o, tok, sizeof(int) * L), memcpy(seg + o, seg, sizeof(int) * L);  // unread rows
         }
         model_draw_positions(m, &a, EVAL_POSITIONS_SEED, w0 + 1);  // as eval_perplexity draws them

@@ -49,11 +49,11 @@ static int check_kind(const corpus_ops *k, const char *spec, int causal) {
             EXPECT(targets > 0, "%s %s: row %d has no target", k->name, mode, b);
         }
     }
-    size_t w = data_eval_windows(&d, T, 4096, err, sizeof err);
+    size_t w = data_val_windows(&d, T, 4096, err, sizeof err);
     EXPECT(w >= 1, "%s %s: no evaluation window of %d: %s", k->name, mode, T, err);
     if (w >= 1) {
-        data_eval_row(&d, T, w - 1, tok, tgt, seg);
-        data_eval_row(&e, T, w - 1, tok2, tgt2, seg2);
+        data_val_row(&d, T, w - 1, tok, tgt, seg);
+        data_val_row(&e, T, w - 1, tok2, tgt2, seg2);
         EXPECT(!memcmp(tok, tok2, sizeof(int) * T) && !memcmp(tgt, tgt2, sizeof(int) * T),
                "%s %s: an evaluation window differs between two opens", k->name, mode);
     }

@@ -776,14 +776,14 @@ static int test_eval_window(void) {
     EXPECT(w0.loss == full.loss && wl.loss == full.loss && wl.window == 0, "W = 0 or L should be the full evaluation");
     EXPECT(win.tokens == full.tokens && win.window == W, "the window scores %zu targets, the full %zu", win.tokens, full.tokens);
     char err[256];
-    size_t windows = eval_windows(&m, &d, L, 256, err, sizeof err);
+    size_t windows = eval_scorable_windows(&m, &d, L, 256, err, sizeof err);
     model_acts a[W];
     for (int n = 1; n <= W; n++) model_acts_alloc(&a[n - 1], &m, 1, n, 0);
     int tok[L], tgt[L], seg[L], sub_tgt[W];
     double sum = 0;
     size_t count = 0;
     for (size_t w = 0; w < windows; w++) {
-        data_eval_row(&d, L, w, tok, tgt, seg);
+        data_val_row(&d, L, w, tok, tgt, seg);
         for (int t = 0; t < L; t++) {
             if (tgt[t] < 0) continue;
             int s = t - W + 1 > 0 ? t - W + 1 : 0, n = t - s + 1;

@@ -1,4 +1,4 @@
-// hooks.h — the test hooks: values that make rare events happen on cue (a NaN
+// test_hooks.h — the test hooks (fault injection for the suite): values that make rare events happen on cue (a NaN
 // at a given step, a signal as the final save begins, a process killed, a
 // memory limit), so that the tests can check what pelab does then. The
 // tests set them in a child's environment as PELAB_TEST_*; they are read

@@ -1,5 +1,5 @@
-// hooks.c — the test hooks, read once from PELAB_TEST_* (see hooks.h).
-#include "hooks.h"
+// test_hooks.c — the test hooks, read once from PELAB_TEST_* (see test_hooks.h).
+#include "test_hooks.h"
 
 #include <stdlib.h>
 

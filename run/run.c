@@ -1,0 +1,418 @@
+// run.c — see run.h.
+#include "run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../core/dist.h"
+#include "../core/files.h"
+#include "../core/startup.h"
+#include "../model/gemm.h"
+#include "signals.h"
+
+static run_t run;
+static time_t started;  // when this invocation started (a resumed run: the resumption)
+
+time_t run_start_time(void) { return started; }
+
+static void run_release(void) {
+    if (run.have_acts) model_acts_free(&run.a);
+    if (run.have_data) data_close(&run.d);
+    if (run.have_model) model_free(&run.m);
+    free(run.tok);
+    free(run.tgt);
+    free(run.seg);
+    free(run.curve);
+    run_state_release(&run.st);
+    if (run.log) fclose(run.log);
+    gemm_release();
+    memset(&run, 0, sizeof run);
+}
+
+// Threads, signal handlers and the release of the run, before any OpenMP
+// thread exists (so that they all inherit the signal mask).
+run_t *run_start(options *o) {
+#ifdef _OPENMP
+    if (!o->threads) o->threads = omp_get_num_procs();
+#else
+    if (!o->threads) o->threads = 1;
+#endif
+    started = time(NULL);
+    signals_install();  // first: the threads inherit the blocked signals
+    startup_threads((int)o->threads);
+    // the matrix engine, once a signal is already a clean stop (oneDNN's first
+    // products take a moment at start-up); "auto" becomes the engine it picked, for the header and --json
+    const char *const *engines = settings_find("gemm")->choices;
+    char err[256];
+    if (!gemm_use(engines[o->gemm], err, sizeof err)) die_usage("%s", err);
+    for (int i = 1; engines[i]; i++)
+        if (!strcmp(engines[i], gemm_name())) o->gemm = i;
+    if (!gemm_set_precision(settings_find("precision")->choices[o->precision], err, sizeof err)) die_usage("%s", err);
+    atexit(run_release);
+    return &run;
+}
+
+// Every file the run reads or writes: no two may be the same file (a
+// --save over the --data would destroy the corpus) — but for --resume and
+// --save, which continue a run in place; and each output must be writable
+// now, not after training: absent or a regular file, with room for a
+// temporary beside it. Inputs are checked to be regular files where they
+// are opened.
+static void check_paths(const options *o) {
+    const struct {
+        const char *path, *what;
+        int output;
+    } f[] = {{data_is_path(o->data) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0},
+             {o->resume, "--resume", 0}, {o->init, "--init", 0},
+             {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}, {o->log, "--log", 1}};
+    const int n = sizeof f / sizeof f[0];
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (!f[i].path || !f[j].path || (f[i].path == o->resume && f[j].path == o->save)) continue;
+            if (same_file(f[i].path, f[j].path))
+                die_usage("%s '%s' and %s '%s' are the same file; %s", f[i].what, f[i].path, f[j].what, f[j].path,
+                          f[i].output ? "give each output its own file" : "an output must not overwrite an input");
+        }
+    char err[1024];
+    int usage;
+    for (int i = 0; i < n; i++)
+        if (f[i].output && f[i].path && dist_rank() == 0 && !check_output_path(f[i].path, f[i].what, &usage, err, sizeof err)) {
+            if (usage) die_usage("%s", err);
+            die_runtime("%s", err);
+        }
+}
+
+// --sample's model and prompt, checked before the first step.
+static void check_sampling(const options *o, const run_t *r) {
+    if (!o->sample) return;
+    if (!r->m.cfg.causal) die_usage("--sample needs a causal model (--attn causal); this one is bidirectional");
+    const char *prompt = o->prompt ? o->prompt : data_default_prompt(&r->d);
+    if (!prompt) die_usage("--sample with --data %s needs --prompt, a question such as '3141|'", o->data);
+    int cap = (int)strlen(prompt) + 1;
+    int *tok = xmalloc(sizeof(int) * (size_t)cap);
+    char err[256];
+    int n = data_encode(&r->d, prompt, tok, cap, err, sizeof err);
+    free(tok);
+    if (n < 0) die_usage("%s", err);
+    if (n == 0) die_usage("--prompt is empty; give some text to continue");
+}
+
+// The model and its checkpoint state from --load/--resume: the model's shape
+// and (for --resume) the run's schedule and data come from the file.
+static void load_checkpoint(options *o, run_t *r) {
+    const char *from = o->load ? o->load : o->resume;
+    char err[1024];
+    options file;
+    int rc = ckpt_load(from, o->pe_opts.settings, o->pe_opts.n_settings, &r->m, &file, &r->st, o->resume != NULL, err,
+                       sizeof err);
+    if (rc == -2) die_usage("%s", err);
+    if (rc != 0) die_runtime("%s", err);
+    r->have_model = 1;
+    long steps_given = o->steps;
+    if (!settings_adopt(o, &file, o->resume ? WITH_RESUME : WITH_LOAD, dist_size(), err, sizeof err))
+        die_usage("--resume %s: %s", from, err);
+    if (o->resume) {
+        if (options_given(o, "steps") && steps_given < r->st.step)
+            die_usage("--resume %s: the run has done %ld steps, so --steps %ld would train none and shorten its "
+                      "schedule; give --steps %ld or more, or leave it out (the file's %ld)", o->resume,
+                      r->st.step, steps_given, r->st.step, file.steps);
+        r->start_step = r->st.step;
+    } else {
+        o->steps = 0;  // --load trains nothing: its record (--json's train) is this invocation's, not the model's
+        r->st.seconds = 0;
+        free(r->st.curve);
+        r->st.curve = NULL, r->st.n_curve = 0;
+    }
+}
+
+// --init: a new model with the checkpoint's shape and encodings at the new
+// --ctx, its weights copied; the schedule, optimiser, data and seed are the
+// new run's. The evaluation-only options given that apply to fine-tuning
+// (--rope-scale) become part of the model.
+static void init_from_checkpoint(options *o, run_t *r) {
+    model_t src;
+    options file;
+    run_state st;
+    char err[1024];
+    int rc = ckpt_load(o->init, NULL, 0, &src, &file, &st, 0, err, sizeof err);
+    if (rc == -2) die_usage("%s", err);
+    if (rc != 0) die_runtime("%s", err);
+    run_state_release(&st);  // a fine-tune starts a record of its own: the base run's curve is not kept
+    if (!settings_adopt(o, &file, WITH_INIT, dist_size(), err, sizeof err)) die_usage("--init %s: %s", o->init, err);
+    model_config cfg = src.cfg;
+    if (!cfg.base_ctx) cfg.base_ctx = cfg.ctx;
+    cfg.ctx = (int)o->ctx;
+    for (int i = 0; i < o->pe_opts.n_settings; i++) config_set(&cfg, o->pe_opts.settings[i].name, o->pe_opts.settings[i].value);
+    if (!model_config_check(&cfg, err, sizeof err) || !pe_check_settings(cfg.pe, &cfg, err, sizeof err)) {
+        model_free(&src);
+        die_usage("--init %s: %s", o->init, err);
+    }
+    model_create(&r->m, &cfg);
+    r->have_model = 1;
+    for (int k = 0; k < src.tab.n; k++)
+        if (src.tab.t[k].size != r->m.tab.t[k].size) {
+            const char *name = src.tab.t[k].name;
+            char what[32];
+            snprintf(what, sizeof what, "%s", name);
+            size_t was = src.tab.t[k].size, now = r->m.tab.t[k].size;
+            int old_ctx = src.cfg.ctx;
+            model_free(&src);
+            die_usage("--init %s: tensor %s holds %zu values at the checkpoint's ctx %d but needs %zu at --ctx %ld "
+                      "(a table with one row per position cannot change length)", o->init, what, was, old_ctx, now, o->ctx);
+        }
+    memcpy(r->m.params, src.params, sizeof(float) * src.tab.total);
+    model_free(&src);
+}
+
+// A resumed run must train on the bytes it started on.
+static void check_same_corpus(const options *o, const run_t *r) {
+    const run_state *st = &r->st;
+    if (!o->resume || !st->data_known) return;
+    uint64_t size;
+    uint32_t crc;
+    data_identity(&r->d, &size, &crc);
+    if (data_has(&r->d, CORPUS_TASKS) && crc != st->data_crc) {
+        task_range was;  // the file holds the identity of the sizes, not the sizes: find them
+        if (data_task_sizes_of(&r->d, st->data_crc, &was))
+            die_usage("--resume %s: the run was trained with --task-len %d:%d, not %d:%d; give --task-len %d:%d",
+                      o->resume, was.lo, was.hi, r->d.train_len.lo, r->d.train_len.hi, was.lo, was.hi);
+        die_runtime("--resume %s: the run was trained with other task sizes than --task-len %d:%d (or another task); "
+                    "give the --task-len it started with", o->resume, r->d.train_len.lo, r->d.train_len.hi);
+    }
+    if (size != st->data_size || crc != st->data_crc)
+        die_runtime("--resume %s: the training data '%s' changed since the checkpoint was saved (%llu bytes, CRC-32 %08x "
+                    "then; %llu bytes, %08x now); resume with the same corpus, or start a new run",
+                    o->resume, o->data, (unsigned long long)st->data_size, (unsigned)st->data_crc,
+                    (unsigned long long)size, (unsigned)crc);
+}
+
+// --data task:NAME: its sizes, and a --ctx that fits the longest training
+// instance when none is given; the task options are refused for other data.
+static void resolve_task(options *o, run_t *r, int from) {
+    if (!data_has(&r->d, CORPUS_TASKS)) return;
+    char err[512], sizes[32];
+    const char *train = o->task_len;
+    task_range was;  // --load (which refuses --task-len): the sizes the checkpoint trained on, from its identity
+    if (o->load && r->st.data_known && data_task_sizes_of(&r->d, (uint32_t)r->st.data_crc, &was)) {
+        snprintf(sizes, sizeof sizes, "%d:%d", was.lo, was.hi);
+        train = sizes;
+    }
+    if (!data_task_sizes(&r->d, train, o->test_len, err, sizeof err)) die_usage("%s", err);
+    if (o->task_ignore) {
+        char *end;
+        double p = strtod(o->task_ignore, &end);
+        if (end == o->task_ignore || *end || !isfinite(p))
+            die_usage("--task-ignore '%s': expected a probability, e.g. 0.8", o->task_ignore);
+        if (!task_check_ignore(r->d.task, p, err, sizeof err)) die_usage("%s", err);
+        r->d.task_ignore = (float)p;
+    }
+    if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len_at(r->d.task, r->d.train_len.hi, r->d.task_ignore);
+}
+
+// Order is measured as time to solve (docs/experiments.md): on cats a new run's
+// budget is a cap of CATS_STEP_CAP steps, the curve is measured every
+// CATS_EVAL_EVERY steps, and training stops at the first point where
+// order_acc reaches --until-solved (CATS_SOLVE_ACC unless given).
+#define CATS_STEP_CAP 20000
+#define CATS_EVAL_EVERY 100
+#define CATS_SOLVE_ACC 0.99f
+
+// The default warmup (300 steps) is at most this share of a run's steps:
+// a short run warms up, trains at its peak and decays, as a long one does.
+#define WARMUP_SHARE 5
+
+// On a task --until-solved is off unless given; given, it reads task_acc at
+// each --eval-every point (CATS_EVAL_EVERY unless given).
+static void resolve_until_solved(options *o, const run_t *r, int from) {
+    int cats = data_has(&r->d, CORPUS_ORDER_PROBE), task = data_has(&r->d, CORPUS_TASKS);
+    if (!cats && !task) {
+        if (o->until_solved > 0)  // 0 says "train every step", which any data can
+            die_usage("--until-solved reads the order probe (--data cats) or a task's accuracy at its training sizes "
+                      "(--data task:NAME), which --data %s has not; leave it out", o->data);
+        return;
+    }
+    if (o->load) return;  // nothing trains
+    if (task && !options_given(o, "until-solved")) return;
+    if (cats && !options_given(o, "until-solved")) o->until_solved = CATS_SOLVE_ACC;
+    if (cats && !from && !options_given(o, "steps")) o->steps = CATS_STEP_CAP;
+    if (!options_given(o, "eval-every") && (cats || o->until_solved > 0)) o->eval_every = CATS_EVAL_EVERY;
+    if (o->until_solved > 0 && !o->eval_every)
+        die_usage("--until-solved checks %s at each --eval-every point; give --eval-every N, or --until-solved 0 "
+                  "to train every step", cats ? "order_acc" : "task_acc");
+}
+
+// Before the first step, what the evaluation after it will refuse: a
+// length that can never run is said now (the others still run, and the
+// refusal is recorded as before); a run where none can, or whose learning
+// curve (--eval-every, at the training ctx) has no window, is refused.
+static void check_evaluations(const options *o, const run_t *r) {
+    char why[512];
+    int runnable = 0;
+    if (o->resume && !o->save && dist_rank() == 0)
+        warn_msg("--resume %s without --save: the continued run is not saved; add --save FILE (the same file "
+                 "continues it in place)", o->resume);
+    for (int i = 0; i < o->eval_ctx.n; i++) {
+        if (eval_scorable_windows(&r->m, &r->d, o->eval_ctx.v[i], (size_t)o->eval_tokens, why, sizeof why)) runnable++;
+        else if (dist_rank() == 0)
+            warn_msg("--eval-ctx %d will be refused after training: %s", o->eval_ctx.v[i], why);
+    }
+    if (o->eval_window && !r->m.cfg.causal)
+        die_usage("--eval-window scores each next-token target with the tokens before it, which a bidirectional model "
+                  "does not predict; use it with --attn causal, or leave it out");
+    // A task's checkpoint evaluated at another density (--load --task-ignore)
+    // may hold no training-size instance in its own ctx: the loss is then
+    // left out (refused, as said above), and the accuracies still run.
+    if (!runnable && !(o->load && data_has(&r->d, CORPUS_TASKS) && !options_given(o, "eval-ctx")))
+        die_usage("no length of --eval-ctx can be evaluated for this model and data (%s); give one that can", why);
+    if (o->eval_every && !o->load && !eval_scorable_windows(&r->m, &r->d, (int)o->ctx, CURVE_EVAL_TOKENS, why, sizeof why))
+        die_usage("--eval-every measures the validation loss at the training ctx %ld, which cannot be evaluated (%s); "
+                  "leave --eval-every out", o->ctx, why);
+}
+
+// A new model's configuration from the options.
+static model_config new_model_config(const options *o, int vocab) {
+    model_config cfg;
+    if (strlen(o->pe) >= sizeof cfg.pe) die_usage("--pe '%.40s…': unknown encoding (see --list-pe)", o->pe);
+    run_state st = {.vocab = vocab};
+    return settings_model_config(o, &st);
+}
+
+// The run's one memory estimate, made before anything large is read or
+// allocated: the model's shape from the options or the checkpoint's header,
+// the corpus's size from the file system. A checkpoint or configuration that
+// cannot be used is left to the steps that say why in detail.
+static void check_memory(const options *o) {
+    const char *from = o->load ? o->load : o->resume ? o->resume : o->init;
+    model_config cfg;
+    options file;
+    run_state st;
+    uint64_t n_from = 0;
+    char err[1024];
+    const char *data = o->data;
+    int B = (int)o->batch, training = !o->load;
+    if (from) {
+        if (ckpt_peek(from, &file, &st, &n_from, o->resume != NULL, err, sizeof err) != 0) return;
+        cfg = settings_model_config(&file, &st);
+        if (o->resume) {
+            data = file.data;
+            B = file.batch / dist_size() > 0 ? (int)file.batch / dist_size() : 1;
+            training = (options_given(o, "steps") ? o->steps : file.steps) > st.step;
+        }
+        if (o->init && options_given(o, "ctx")) cfg.ctx = (int)o->ctx;
+    }
+    int vocab;
+    size_t corpus;
+    int rc = data_describe(data, from ? cfg.causal : o->attn == 0, &vocab, &corpus, err, sizeof err);
+    if (rc) die_status(rc, err);
+    if (!from) cfg = new_model_config(o, vocab);
+    if (!model_config_check(&cfg, err, sizeof err) || !pe_check_settings(cfg.pe, &cfg, err, sizeof err)) return;
+    double other = (double)corpus + (o->init ? (double)n_from * sizeof(float) : 0.0);
+    char what[160] = "";
+    const double mib = 1024.0 * 1024.0;
+    int k = 0;
+    if (corpus) k = snprintf(what, sizeof what, "the corpus: %.0f MiB", corpus / mib);
+    if (o->init)
+        snprintf(what + k, sizeof what - k, "%sthe --init model: %.0f MiB", k ? ", " : "", (double)n_from * sizeof(float) / mib);
+    if (!model_plan_fits(&cfg, o->attn_kernel == 1, B, cfg.ctx, training, other, what, err, sizeof err))
+        die_runtime("%s", err);
+}
+
+// Resolves the run: the model (new or from a checkpoint), the data, and
+// every check that can be made before the first step.
+void run_resolve(options *o, run_t *r) {
+    int from = o->load || o->resume;
+    check_memory(o);
+    if (from) load_checkpoint(o, r);
+    if (o->init) init_from_checkpoint(o, r);
+    check_paths(o);
+    int causal = o->attn == 0;
+    r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
+    char err[1024];
+    int rc = data_open(&r->d, o->data, causal, (unsigned long long)o->seed, err, sizeof err);
+    if (rc) die_status(rc, err);
+    if (!settings_check_needs(o, data_caps(&r->d), err, sizeof err)) die_usage("%s", err);
+    if (o->tokenizer && (rc = data_load_tokenizer(&r->d, o->tokenizer, err, sizeof err))) die_status(rc, err);
+    resolve_task(o, r, from);
+    resolve_until_solved(o, r, from);
+    if (o->init) {
+        if (r->m.cfg.vocab != r->d.vocab)
+            die_usage("--init %s has a vocabulary of %d but --data %s has %d; fine-tune on data of the same kind",
+                      o->init, r->m.cfg.vocab, o->data, r->d.vocab);
+    } else if (!from) {
+        model_config cfg = new_model_config(o, r->d.vocab);
+        if (!model_config_check(&cfg, err, sizeof err)) die_usage("%s", err);
+        model_create(&r->m, &cfg);
+        r->have_model = 1;
+        model_init_weights(&r->m, (unsigned long long)o->seed);
+    } else if (r->m.cfg.vocab != r->d.vocab) {
+        die_usage("checkpoint '%s' has a vocabulary of %d but --data %s has %d; give the --data it was trained on",
+                  o->load ? o->load : o->resume, r->m.cfg.vocab, o->data, r->d.vocab);
+    }
+    check_same_corpus(o, r);
+    r->m.attn_fused = o->attn_kernel == 1;  // how attention is computed, not part of the model
+    if (o->resume) r->d.rng.s = r->st.data_rng;
+    // training rows must hold an instance; with --load nothing trains (an
+    // evaluation sizes its own windows, and refuses a length it cannot hold)
+    if (!o->load && !data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
+    if (strlen(o->data) >= CKPT_PATH_MAX && o->save) die_usage("--data: a path of %zu bytes is longer than any the system opens", strlen(o->data));
+    check_sampling(o, r);
+    if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))
+        die_usage("--stop-at %ld ends the run before its evaluation, so --json, --attn-png, --sample and --eval-ctx would "
+                  "do nothing; give them when you --resume", o->stop_at);
+    if (!from && options_given(o, "warmup") && o->warmup > o->steps && o->steps > 0)
+        die_usage("--warmup %ld is longer than --steps %ld; give a --warmup of at most %ld", o->warmup, o->steps, o->steps);
+    if (!from && !options_given(o, "warmup") && o->warmup > o->steps / WARMUP_SHARE)  // the default fits a short run
+        o->warmup = o->steps / WARMUP_SHARE;
+    if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
+    if (!(o->stop_at && o->stop_at < o->steps)) check_evaluations(o, r);
+}
+
+static void write_checkpoint(const options *o, const run_t *r, const train_report *tr) {
+    run_state st = {.vocab = r->m.cfg.vocab, .base_ctx = r->m.cfg.base_ctx, .step = tr->steps_done,
+                    .data_rng = r->d.rng.s, .seconds = (float)tr->seconds, .curve = tr->curve, .n_curve = tr->n_curve};
+    uint32_t crc;
+    data_identity(&r->d, &st.data_size, &crc);
+    st.data_crc = crc;
+    static options file;  // the checkpoint's settings: the global batch (an options struct is large for a stack)
+    options_copy(&file, o);
+    settings_scale_per_process(&file, dist_size());
+    char err[512];
+    if (ckpt_save(o->save, &r->m, &file, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
+}
+
+// Every process calls it: they compare their weights (CRC-32), process 0
+// writes, and all wait until the file is in place.
+void run_save(const options *o, const run_t *r, const train_report *tr) {
+    long step = tr->steps_done;
+    unsigned crc = (unsigned)crc32_update(0, r->m.params, sizeof(float) * r->m.tab.total), lo, hi;
+    dist_min_max(crc, &lo, &hi);
+    if (lo != hi)
+        die_runtime("after step %ld the processes' weights differ (CRC-32 %08x to %08x); stopped without saving; the "
+                    "last checkpoint written is intact", step, lo, hi);
+    if (dist_rank() == 0) write_checkpoint(o, r, tr);
+    dist_barrier();
+}
+
+// MPI: every process must run the same settings (mpirun can give each its
+// own command line): a different --seed or --pe would train two models and
+// exit 0, a different --eval-ctx would hang a collective. The processes
+// compare a hash of each setting of the schema (as the --json config writes
+// it; the rows marked SET_LOCAL may differ) before the first step; a
+// mismatch is refused on every process, naming the setting.
+void run_check_same_settings(const options *o, const run_t *r) {
+    if (dist_size() == 1) return;
+    for (int i = 0; i < settings_count; i++) {
+        const setting *s = &settings_schema[i];
+        if ((s->flags & (SET_LOCAL | SET_STATE)) || s->type == SET_ACTION) continue;
+        unsigned h = setting_hash(o, &r->m, i), lo, hi;
+        dist_min_max(h, &lo, &hi);
+        if (lo != hi)
+            die_usage("the %d processes were given different settings: %s%s differs (process %d's hash %08x; they range "
+                      "from %08x to %08x); give every process the same command line", dist_size(),
+                      s->name ? "--" : "", s->name ? s->name : "an encoding's option", dist_rank(), h, lo, hi);
+    }
+}
