@@ -147,7 +147,7 @@ def lengths_of(spec, where):
     return [L * f for f in (1, 2, 4, 8, 16)]
 
 
-def _order(name, spec, reg, seeds, args):
+def plan_order(name, spec, reg, seeds, args):
     modes = spec.get("modes", ["causal", "bidir"])
     bad = [m for m in modes if m not in ("causal", "bidir")]
     if bad:
@@ -174,13 +174,13 @@ def _order(name, spec, reg, seeds, args):
     return runs
 
 
-def _encodings_exp(name, spec, reg, seeds, args):
+def plan_encodings(name, spec, reg, seeds, args):
     budget = ["--steps", str(_need(spec, "steps", f"experiment {name}")), "--until-solved", "0"]  # the same budget for all
     return [Run(name, pe, pe, s, ["--pe", pe] + budget + args, meta={"pe": pe})
             for pe in _encodings(spec, reg, f"experiment {name}") for s in seeds]
 
 
-def _length(name, spec, reg, seeds, args):
+def plan_length(name, spec, reg, seeds, args):
     where = f"experiment {name}"
     lengths = ",".join(str(x) for x in lengths_of(spec, where))
     common = ["--data", "{text}", "--eval-ctx", lengths, "--eval-tokens", str(_need(spec, "eval_tokens", where))]
@@ -209,7 +209,7 @@ def _methods(spec, reg, where):
     return out
 
 
-def _finetune(name, spec, reg, seeds, args):
+def plan_finetune(name, spec, reg, seeds, args):
     where = f"experiment {name}"
     lengths = ",".join(str(x) for x in lengths_of(spec, where))
     common = ["--data", "{text}", "--eval-ctx", lengths, "--eval-tokens", str(_need(spec, "eval_tokens", where))]
@@ -239,7 +239,7 @@ def _task_size(spec, key, where):
     return int(m.group(2))
 
 
-def _finetune_task(name, spec, reg, seeds, args):
+def plan_finetune_task(name, spec, reg, seeds, args):
     """RoPE's context extension on a task (passkey retrieval): a base model
     trained on `task_len` sizes; its checkpoint evaluated with each extension
     (base-eval); and fine-tuned (--init) on `long_len` sizes for each of
@@ -277,7 +277,7 @@ def _finetune_task(name, spec, reg, seeds, args):
     return runs
 
 
-def _sweep(name, spec, reg, seeds, args):
+def plan_sweep(name, spec, reg, seeds, args):
     where = f"experiment {name}"
     L = _need(spec, "ctx", where)
     common = ["--data", "{text}", "--ctx", str(L), "--steps", str(_need(spec, "steps", where)), "--lr", str(_need(spec, "lr", where, float)),
@@ -313,7 +313,7 @@ def scale_budget(spec, size, smallest, where):
     return steps, float(f"{lr:.4g}")
 
 
-def _scale(name, spec, reg, seeds, args):
+def plan_scale(name, spec, reg, seeds, args):
     """The model-size ladder: every size × training length × encoding × seed,
     each run trained on the experiment's corpus and scored at the
     `eval_factors` multiples of its training length, with and without a
@@ -378,7 +378,7 @@ def _per_task(spec, key, tasks, where, parse):
     return {t: parse(v[t]) for t in tasks}
 
 
-def _tasks(name, spec, reg, seeds, args):
+def plan_tasks(name, spec, reg, seeds, args):
     """Every task × encoding × seed. `steps` (one budget, or {task: steps})
     is a cap when `until_solved` (a task_acc) is given: a run stops at the
     first --eval-every point where the training sizes are learned.
@@ -412,7 +412,7 @@ def _tasks(name, spec, reg, seeds, args):
     return runs
 
 
-def _evaluate(name, spec, reg, seeds, args, planned, config):
+def plan_evaluate(name, spec, reg, seeds, args, planned, config):
     """Evaluations of the checkpoints another experiment (`from`) trains: the
     same seeds, so paired with its runs by construction. Kind evaluate reads
     a length or an order experiment: `eval_ctx` lengths (an order
@@ -483,7 +483,7 @@ def _evaluate_tasks(name, spec, seeds, args, src, trained, names):
     return runs
 
 
-def _rope_decay(name, spec, reg, seeds, args):
+def plan_rope_decay(name, spec, reg, seeds, args):
     """RoFormer's bound, from the formula: no runs."""
     where = f"experiment {name}"
     for key in ("head_sizes", "bases"):
@@ -494,12 +494,6 @@ def _rope_decay(name, spec, reg, seeds, args):
         raise ConfigError(f"{where}: head sizes must be even (RoPE rotates pairs)")
     _need(spec, "longest", where)
     return []
-
-
-KINDS = {"order": _order, "encodings": _encodings_exp, "length": _length, "finetune": _finetune,
-         "sweep": _sweep, "tasks": _tasks, "task_budget": _tasks, "evaluate": _evaluate, "evaluate_tasks": _evaluate,
-         "finetune_task": _finetune_task,
-         "rope_decay": _rope_decay, "scale": _scale}
 
 
 def cpu_has(flag):
@@ -559,6 +553,7 @@ def plan(config, list_pe_text):
     Raises ConfigError for anything ./train would refuse or the statistics
     would get wrong: unknown encodings, a mode an encoding refuses, duplicate
     seeds, missing budgets, an unknown experiment kind."""
+    from .kinds import KINDS  # here: kinds imports this module
     reg = Registry(list_pe_text)
     pinned = blas_env(config)
     engine = gemm_options(config)
@@ -581,9 +576,9 @@ def plan(config, list_pe_text):
             if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume", "--gemm"):
                 raise ConfigError(f"experiment {name}: args may not set {a}; the workflow sets it per run")
         if spec["kind"] in ("evaluate", "evaluate_tasks"):
-            runs = _evaluate(name, spec, reg, seeds, args, out, config)
+            runs = plan_evaluate(name, spec, reg, seeds, args, out, config)
         else:
-            runs = KINDS[spec["kind"]](name, spec, reg, seeds, args)
+            runs = KINDS[spec["kind"]].plan(name, spec, reg, seeds, args)
         env = {**pinned, **{str(k): str(v) for k, v in (spec.get("env") or {}).items()}}
         for r in runs:
             r.env = env

@@ -11,21 +11,10 @@ import re
 import sys
 from pathlib import Path
 
-from . import claims, tables
+from . import claims
+from .kinds import KINDS
 from .runs import tidy
 
-TITLES = {"order": "Order: steps until the order task is solved, over seeds",
-          "encodings": "Every encoding with the defaults",
-          "rope_decay": "RoPE's long-term decay, from its formula",
-          "evaluate_tasks": "Tasks again: the same checkpoints evaluated another way",
-          "finetune_task": "Passkey retrieval: RoPE's context extension on a task",
-          "evaluate": "Context use: the same checkpoints with the context cut to a window, and where attention goes",
-          "length": "Extrapolation: trained short, perplexity at longer contexts",
-          "finetune": "RoPE context extension with fine-tuning",
-          "sweep": "Sweeps: base frequencies, clipping distances, p-RoPE fractions",
-          "tasks": "Tasks: trained short, tested long",
-          "task_budget": "Tasks learned first: the steps each task needs, from learning curves",
-          "scale": "Scale: the encodings at several model sizes"}
 
 
 def machine(kernel=""):
@@ -63,9 +52,9 @@ def experiment_table(plan, stem):
         if "data" in df:
             df["data_path"] = df["data"]   # the file the run read (baselines.py reads it again)
             df["data"] = df["data"].replace(plan.get("corpus") or {})
-    body = tables.BUILDERS[spec["kind"]](name, t, stem, spec)
+    body = KINDS[spec["kind"]].table(name, t, stem, spec)
     if not runs:   # computed from a formula
-        head = [f"# {spec.get('title') or TITLES[spec['kind']]} ({name})", "",
+        head = [f"# {spec.get('title') or KINDS[spec['kind']].title} ({name})", "",
                 f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`) — "
                 f"{datetime.date.today().isoformat()}; computed by `lab/pelab_lab/decay.py`, no runs.", ""]
         Path(f"{stem}.md").write_text("\n".join(head) + body + "\n")
@@ -75,7 +64,7 @@ def experiment_table(plan, stem):
     secs = t["runs"].loc[t["runs"]["steps"].fillna(0) > 0, "train_seconds"].sum()
     arms = {r["labels"]["arm"] for r in runs}
     seeds = {r["labels"]["seed"] for r in runs}
-    head = [f"# {spec.get('title') or TITLES[spec['kind']]} ({name})", "",
+    head = [f"# {spec.get('title') or KINDS[spec['kind']].title} ({name})", "",
             f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`; `lab/run` for a run folder of "
             f"your own) — {datetime.date.today().isoformat()}, {machine(plan.get('kernel', ''))}; {len(runs)} runs of "
             f"{len(arms)} configurations × {len(seeds)} seeds; "

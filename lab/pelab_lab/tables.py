@@ -581,24 +581,3 @@ def scale(name, t, stem, spec):
     parts += ["", f"![{name}]({stem.split('/')[-1]}.png)"]
     return "\n".join(parts)
 
-
-BUILDERS = {"order": order, "encodings": encodings, "length": length, "finetune": length, "sweep": sweep, "tasks": tasks, "task_budget": task_budget,
-            "evaluate": evaluate, "evaluate_tasks": tasks, "finetune_task": tasks, "rope_decay": rope_decay, "scale": scale}
-
-
-def outputs(kind, stem):
-    """The files BUILDERS[kind] writes for an experiment whose files start with stem."""
-    figs = lambda s: [f"{s}.png", f"{s}.svg"]
-    return {"order": [f"{stem}.md", f"{stem}.csv", f"{stem}_curve.csv"] + figs(stem) + figs(f"{stem}_acc"),
-            "encodings": [f"{stem}.md", f"{stem}.csv"],
-            "length": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
-            "finetune": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
-            "sweep": [f"{stem}.md", f"{stem}.csv", f"{stem}_baselines.csv"] + figs(stem),
-            "tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
-            "task_budget": [f"{stem}.md", f"{stem}.csv", f"{stem}_curve.csv"] + figs(stem) + figs(f"{stem}_acc"),
-            "rope_decay": [f"{stem}.md", f"{stem}.csv"] + figs(stem),
-            "scale": [f"{stem}.md", f"{stem}.csv", f"{stem}_fit.csv", f"{stem}_baselines.csv"] + figs(stem),
-            "evaluate_tasks": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
-            "finetune_task": [f"{stem}.md", f"{stem}.csv"] + figs(stem) + figs(f"{stem}_length"),
-            "evaluate": [f"{stem}.md", f"{stem}.csv", f"{stem}_attn.csv", f"{stem}_probe.csv", f"{stem}_baselines.csv"]
-            + figs(stem)}[kind]

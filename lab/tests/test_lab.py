@@ -812,3 +812,25 @@ class TorchFiles(unittest.TestCase):
             self.assertEqual(pt.main(["/nonexistent/m.ck", "--export", "o.safetensors"]), 1)
         self.assertIn("unknown option '--bogus'", err.getvalue())
         self.assertIn("cannot read '/nonexistent/m.ck'", err.getvalue())
+
+
+class Kinds(unittest.TestCase):
+    """Each kind of experiment is one registration (pelab_lab/kinds.py)."""
+
+    def test_every_kind_has_every_part(self):
+        from pelab_lab import kinds
+        for k in kinds.KINDS.values():
+            self.assertTrue(callable(k.plan) and callable(k.table) and k.title, k.name)
+            self.assertIn(f"results/x.md", k.outputs("results/x"))
+
+    def test_a_registration_missing_a_part_fails_at_once(self):
+        from pelab_lab import kinds, tables
+        with self.assertRaises(TypeError):
+            kinds.Kind("new", plan.plan_order, tables.order, ("",))  # no title
+        with self.assertRaisesRegex(TypeError, "table is not a function"):
+            kinds.Kind("new", plan.plan_order, None, ("",), "A new kind")
+
+    def test_an_unknown_kind_is_refused_by_the_plan(self):
+        cfg = {"experiments": {"x": {"kind": "nope", "seeds": [1]}}}
+        with self.assertRaisesRegex(plan.ConfigError, "kind must be one of"):
+            plan.plan(cfg, "")
