@@ -34,43 +34,12 @@
 
 #include "corpus.h"
 
-enum { T_COPY, T_REVERSE, T_SORT, T_ADDITION, T_COUNT, T_SELECTIVE, T_FLIPFLOP, T_PARITY, T_EVEN_PAIRS, T_PASSKEY, T_N };
-static const char *const names[T_N] = {"copy", "reverse", "sort", "addition", "count", "selective-copy", "flipflop",
-                                       "parity", "even-pairs", "passkey"};
 static const char chars[TT_VOCAB + 1] = "_#|.0123456789+?*wir";
 
 enum { COUNT_ITEMS = 4 };          // count draws its items from the digits 0..3
 #define FLIP_WRITE 0.1f            // flipflop: P(write) = P(read) = 0.1, P(ignore) = 0.8
 #define FLIP_READ 0.1f             //   (Liu et al. 2023's sparse setting)
 enum { PASSKEY_DIGITS = 5 };
-
-int task_find(const char *name) {
-    for (int i = 0; i < T_N; i++)
-        if (strcmp(name, names[i]) == 0) return i;
-    return -1;
-}
-
-const char *task_name(int task) { return task >= 0 && task < T_N ? names[task] : "?"; }
-
-const char *task_names(void) {
-    return "copy, reverse, sort, addition, count, selective-copy, flipflop, parity, even-pairs, passkey";
-}
-
-int task_takes_ignore(int task) { return task == T_FLIPFLOP || task == T_SELECTIVE; }
-
-int task_check_ignore(int task, double p, char *err, size_t errlen) {
-    if (task == T_FLIPFLOP && p >= 0 && p < 1) return 1;
-    if (task == T_SELECTIVE && p >= 0 && p <= SELECTIVE_MAX_IGNORE) return 1;
-    if (!task_takes_ignore(task))
-        snprintf(err, errlen, "--task-ignore sets the density of flipflop and selective-copy; task %s has no "
-                 "ignored tokens", task_name(task));
-    else
-        snprintf(err, errlen, "--task-ignore %g: %s", p, task == T_FLIPFLOP
-                 ? "flipflop's probability of an ignore instruction is at least 0 and below 1"
-                 : "selective-copy's share of noise tokens is at least 0 and at most 0.67 (twice as many noise tokens "
-                   "as digits)");
-    return 0;
-}
 
 static int decimal_digits(int v) {
     int d = 1;
@@ -86,31 +55,6 @@ static int selective_noise(int n, float ignore) {
     return m > 2L * n ? 2 * n : (int)m;
 }
 
-int task_len_at(int task, int n, float ignore) {
-    if (task == T_SELECTIVE) return 2 * n + selective_noise(n, ignore) + 2;
-    return task_len(task, n);
-}
-
-int task_len(int task, int n) {
-    switch (task) {
-    case T_ADDITION: return 3 * n + 4;
-    case T_COUNT: return n + 3 + decimal_digits(n) + 1;
-    case T_SELECTIVE: return 3 * n + 2;
-    case T_FLIPFLOP: return 2 * (n < 2 ? 2 : n);
-    case T_PARITY:
-    case T_EVEN_PAIRS: return n + 3;
-    case T_PASSKEY: return n + 2 * PASSKEY_DIGITS + 4;
-    default: return 2 * n + 2;
-    }
-}
-
-char task_token_char(int token) { return token >= 0 && token < TT_VOCAB ? chars[token] : '?'; }
-
-int task_token_of_char(char c) {
-    const char *p = c ? strchr(chars, c) : NULL;
-    return p ? (int)(p - chars) : -1;
-}
-
 static int digit(rng_t *rng, int base) { return TT_DIGIT0 + (int)rng_below(rng, (uint32_t)base); }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -121,103 +65,285 @@ static int answer_from(int *tokens, unsigned char *answer, int q, const int *ans
     return q + na;
 }
 
+// ---- each task: the tokens of its longest instance of size n (at density
+// ignore; negative: its own), its generator, and the answer worked out from
+// an instance's question as text alone (the tests' oracle: tests/test_tasks.c
+// holds every instance's answer against it)
+
+static int len_two_n(int n, float ignore) { return (void)ignore, 2 * n + 2; }
+
+// copy, reverse, sort: n digits, '|', then them again (reversed, sorted)
+enum { AS_IS, REVERSED, SORTED };
+static int make_digits_again(int how, int n, rng_t *rng, int *tokens, unsigned char *answer) {
+    int len = 0, ans[TASK_MAX_SIZE + 1], na = 0;
+    for (int i = 0; i < n; i++) tokens[len++] = digit(rng, 10);
+    tokens[len++] = TT_SEP;
+    for (int i = 0; i < n; i++) ans[na++] = tokens[how == REVERSED ? n - 1 - i : i];
+    if (how == SORTED) qsort(ans, (size_t)n, sizeof(int), cmp_int);
+    ans[na++] = TT_END;
+    return answer_from(tokens, answer, len, ans, na);
+}
+static void answer_digits_again(int how, const char *text, char *out) {
+    size_t q = strcspn(text, "|"), k = 0;
+    if (how == SORTED) {  // counting sort on the characters
+        for (char c = '0'; c <= '9'; c++)
+            for (size_t j = 0; j < q; j++)
+                if (text[j] == c) out[k++] = c;
+    } else {
+        for (size_t i = 0; i < q; i++) out[k++] = text[how == REVERSED ? q - 1 - i : i];
+    }
+    out[k++] = '.', out[k] = 0;
+}
+static int copy_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    return (void)ignore, make_digits_again(AS_IS, n, rng, tokens, answer);
+}
+static int reverse_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    return (void)ignore, make_digits_again(REVERSED, n, rng, tokens, answer);
+}
+static int sort_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    return (void)ignore, make_digits_again(SORTED, n, rng, tokens, answer);
+}
+static void copy_answer(const char *text, char *out) { answer_digits_again(AS_IS, text, out); }
+static void reverse_answer(const char *text, char *out) { answer_digits_again(REVERSED, text, out); }
+static void sort_answer(const char *text, char *out) { answer_digits_again(SORTED, text, out); }
+
+// addition: two n-digit numbers, least significant digit first, and their sum
+static int addition_len(int n, float ignore) { return (void)ignore, 3 * n + 4; }
+static int addition_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    (void)ignore;
+    int len, ans[TASK_MAX_SIZE + 2], na = 0, carry = 0;
+    for (int i = 0; i < 2 * n; i++) tokens[i + (i >= n)] = digit(rng, 10);
+    tokens[n] = TT_PLUS;
+    len = 2 * n + 1;
+    tokens[len++] = TT_SEP;
+    for (int i = 0; i < n; i++) {
+        int s = tokens[i] - TT_DIGIT0 + tokens[n + 1 + i] - TT_DIGIT0 + carry;
+        ans[na++] = TT_DIGIT0 + s % 10, carry = s / 10;
+    }
+    ans[na++] = TT_DIGIT0 + carry;
+    ans[na++] = TT_END;
+    return answer_from(tokens, answer, len, ans, na);
+}
+static void addition_answer(const char *text, char *out) {  // digit by digit, any length
+    const char *plus = strchr(text, '+');
+    int n = plus ? (int)(plus - text) : 0, carry = 0;
+    for (int i = 0; i < n; i++) {
+        int s = text[i] - '0' + plus[1 + i] - '0' + carry;
+        out[i] = (char)('0' + s % 10), carry = s / 10;
+    }
+    out[n] = (char)('0' + carry), out[n + 1] = '.', out[n + 2] = 0;
+}
+
+// count: how many of n items (from 0-3) equal the query, in decimal
+static int count_len(int n, float ignore) { return (void)ignore, n + 3 + decimal_digits(n) + 1; }
+static int count_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    (void)ignore;
+    int len = 0, ans[16], na = 0;
+    for (int i = 0; i < n; i++) tokens[len++] = digit(rng, COUNT_ITEMS);
+    int q = digit(rng, COUNT_ITEMS), c = 0;
+    for (int i = 0; i < n; i++) c += tokens[i] == q;
+    tokens[len++] = TT_QUERY, tokens[len++] = q, tokens[len++] = TT_SEP;
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", c);
+    for (const char *p = buf; *p; p++) ans[na++] = TT_DIGIT0 + (*p - '0');
+    ans[na++] = TT_END;
+    return answer_from(tokens, answer, len, ans, na);
+}
+static void count_answer(const char *text, char *out) {
+    const char *qm = strchr(text, '?');
+    int c = 0;
+    for (const char *p = text; qm && p < qm; p++) c += *p == qm[1];
+    sprintf(out, "%d.", c);
+}
+
+// selective-copy: n digits among n noise tokens (--task-ignore P: n·P/(1 − P)
+// noise tokens) in a uniformly random arrangement; the digits in order
+static int selective_len(int n, float ignore) { return 2 * n + selective_noise(n, ignore) + 2; }
+static int selective_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    int len = 0, ans[TASK_MAX_SIZE + 1], na = 0;
+    int slots = n + selective_noise(n, ignore);
+    unsigned char is_digit[3 * TASK_MAX_SIZE];
+    for (int i = 0; i < slots; i++) is_digit[i] = i < n;
+    for (int i = slots - 1; i > 0; i--) {
+        int j = (int)rng_below(rng, (uint32_t)i + 1);
+        unsigned char t = is_digit[i];
+        is_digit[i] = is_digit[j], is_digit[j] = t;
+    }
+    for (int i = 0; i < slots; i++) {
+        tokens[len++] = is_digit[i] ? digit(rng, 10) : TT_NOISE;
+        if (is_digit[i]) ans[na++] = tokens[len - 1];
+    }
+    tokens[len++] = TT_SEP;
+    ans[na++] = TT_END;
+    return answer_from(tokens, answer, len, ans, na);
+}
+static void selective_answer(const char *text, char *out) {
+    size_t q = strcspn(text, "|"), k = 0;
+    for (size_t i = 0; i < q; i++)
+        if (text[i] != '*') out[k++] = text[i];
+    out[k++] = '.', out[k] = 0;
+}
+
+// flipflop: n instructions (write, ignore or read a bit); a read's bit is the last written
+static int flipflop_len(int n, float ignore) { return (void)ignore, 2 * (n < 2 ? 2 : n); }
+static int flipflop_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    if (n < 2) n = 2;  // a write and a read at least
+    int len = 0, last = 0;
+    float pw = FLIP_WRITE, pr = FLIP_READ;
+    if (ignore >= 0) pw = pr = (1.0f - ignore) / 2;
+    for (int i = 0; i < n; i++) {
+        float u = rng_uniform(rng);
+        int op = i == 0 ? TT_WRITE : i == n - 1 ? TT_READ : u < pw ? TT_WRITE : u < pw + pr ? TT_READ : TT_IGNORE;
+        int bit = digit(rng, 2);
+        if (op == TT_WRITE) last = bit;
+        if (op == TT_READ) bit = last, answer[len + 1] = 1;
+        tokens[len++] = op, tokens[len++] = bit;
+    }
+    return len;
+}
+static void flipflop_answer(const char *text, char *out) {
+    char last = '?';
+    size_t k = 0;
+    for (const char *p = text; p[0] && p[1]; p += 2) {
+        if (p[0] == 'w') last = p[1];
+        if (p[0] == 'r') out[k++] = last;
+    }
+    out[k] = 0;
+}
+
+// parity and even-pairs (Delétang et al. 2023), over the bits 0 and 1:
+// whether the number of 1s is odd; whether the pairs 01 and 10 are even in number
+static int bits_len(int n, float ignore) { return (void)ignore, n + 3; }
+static int make_bits(int even_pairs, int n, rng_t *rng, int *tokens, unsigned char *answer) {
+    int len = 0, ans[2], na = 0, ones = 0, changes = 0;
+    for (int i = 0; i < n; i++) {
+        tokens[len++] = digit(rng, 2);
+        ones += tokens[i] == TT_DIGIT0 + 1;
+        changes += i > 0 && tokens[i] != tokens[i - 1];
+    }
+    tokens[len++] = TT_SEP;
+    ans[na++] = TT_DIGIT0 + (even_pairs ? changes % 2 == 0 : ones % 2);
+    ans[na++] = TT_END;
+    return answer_from(tokens, answer, len, ans, na);
+}
+static void answer_bits(int even_pairs, const char *text, char *out) {
+    size_t q = strcspn(text, "|");
+    int ones = 0, pairs = 0;
+    for (size_t i = 0; i < q; i++) ones += text[i] == '1', pairs += i > 0 && text[i] != text[i - 1];
+    sprintf(out, "%d.", even_pairs ? pairs % 2 == 0 : ones % 2);
+}
+static int parity_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    return (void)ignore, make_bits(0, n, rng, tokens, answer);
+}
+static int even_pairs_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    return (void)ignore, make_bits(1, n, rng, tokens, answer);
+}
+static void parity_answer(const char *text, char *out) { answer_bits(0, text, out); }
+static void even_pairs_answer(const char *text, char *out) { answer_bits(1, text, out); }
+
+// passkey (Mohtashami & Jaggi 2023): a key hidden in filler, asked for at the end
+static int passkey_len(int n, float ignore) { return (void)ignore, n + 2 * PASSKEY_DIGITS + 4; }
+static int passkey_make(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
+    (void)ignore;
+    int len = 0, ans[PASSKEY_DIGITS + 1], na = 0;
+    int at = (int)rng_below(rng, (uint32_t)n + 1);  // filler tokens before the key
+    for (int i = 0; i < at; i++) tokens[len++] = TT_NOISE;
+    tokens[len++] = TT_WRITE;
+    for (int i = 0; i < PASSKEY_DIGITS; i++) tokens[len++] = ans[na++] = digit(rng, 10);
+    for (int i = at; i < n; i++) tokens[len++] = TT_NOISE;
+    tokens[len++] = TT_QUERY, tokens[len++] = TT_SEP;
+    ans[na++] = TT_END;
+    return answer_from(tokens, answer, len, ans, na);
+}
+static void passkey_answer(const char *text, char *out) {
+    const char *w = strchr(text, 'w');
+    sprintf(out, "%.5s.", w ? w + 1 : "");
+}
+
+// ---- the registry: one entry per task, in the order of --help (a task's
+// index is not stored anywhere: a checkpoint names its task)
+
+typedef struct {
+    const char *name;
+    int (*len)(int n, float ignore);
+    int (*make)(int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer);
+    void (*answer)(const char *text, char *out);
+    // --task-ignore: the largest density the task takes (0: it has none),
+    // whether that bound is excluded, and what the density is
+    double ignore_max;
+    int ignore_max_excluded;
+    const char *ignore_what;
+} task_def;
+
+static const task_def tasks[] = {
+    {"copy", len_two_n, copy_make, copy_answer, 0, 0, NULL},
+    {"reverse", len_two_n, reverse_make, reverse_answer, 0, 0, NULL},
+    {"sort", len_two_n, sort_make, sort_answer, 0, 0, NULL},
+    {"addition", addition_len, addition_make, addition_answer, 0, 0, NULL},
+    {"count", count_len, count_make, count_answer, 0, 0, NULL},
+    {"selective-copy", selective_len, selective_make, selective_answer, SELECTIVE_MAX_IGNORE, 0,
+     "selective-copy's share of noise tokens is at least 0 and at most 0.67 (twice as many noise tokens as digits)"},
+    {"flipflop", flipflop_len, flipflop_make, flipflop_answer, 1.0, 1,
+     "flipflop's probability of an ignore instruction is at least 0 and below 1"},
+    {"parity", bits_len, parity_make, parity_answer, 0, 0, NULL},
+    {"even-pairs", bits_len, even_pairs_make, even_pairs_answer, 0, 0, NULL},
+    {"passkey", passkey_len, passkey_make, passkey_answer, 0, 0, NULL},
+};
+#define N_TASKS (int)(sizeof tasks / sizeof tasks[0])
+
+static const task_def *task_at(int task) { return task >= 0 && task < N_TASKS ? &tasks[task] : NULL; }
+
+int task_count(void) { return N_TASKS; }
+
+int task_find(const char *name) {
+    for (int i = 0; i < N_TASKS; i++)
+        if (strcmp(name, tasks[i].name) == 0) return i;
+    return -1;
+}
+
+const char *task_name(int task) { return task_at(task) ? tasks[task].name : "?"; }
+
+const char *task_names(void) {
+    static char buf[256];
+    if (!buf[0])
+        for (int i = 0; i < N_TASKS; i++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? ", " : "", tasks[i].name);
+    return buf;
+}
+
+int task_takes_ignore(int task) { return task_at(task) && tasks[task].ignore_max > 0; }
+
+int task_check_ignore(int task, double p, char *err, size_t errlen) {
+    if (!task_takes_ignore(task)) {
+        char which[128] = "";
+        for (int i = 0; i < N_TASKS; i++)
+            if (tasks[i].ignore_max > 0)
+                snprintf(which + strlen(which), sizeof which - strlen(which), "%s%s", which[0] ? " and " : "", tasks[i].name);
+        snprintf(err, errlen, "--task-ignore sets the density of %s; task %s has no ignored tokens", which, task_name(task));
+        return 0;
+    }
+    const task_def *t = &tasks[task];
+    if (p >= 0 && (t->ignore_max_excluded ? p < t->ignore_max : p <= t->ignore_max)) return 1;
+    snprintf(err, errlen, "--task-ignore %g: %s", p, t->ignore_what);
+    return 0;
+}
+
+int task_len_at(int task, int n, float ignore) { return tasks[task].len(n, ignore); }
+
+int task_len(int task, int n) { return tasks[task].len(n, -1.0f); }
+
+void task_answer_of(int task, const char *text, char *out) { tasks[task].answer(text, out); }
+
+char task_token_char(int token) { return token >= 0 && token < TT_VOCAB ? chars[token] : '?'; }
+
+int task_token_of_char(char c) {
+    const char *p = c ? strchr(chars, c) : NULL;
+    return p ? (int)(p - chars) : -1;
+}
+
 int task_make(int task, int n, rng_t *rng, float ignore, int *tokens, unsigned char *answer) {
     memset(answer, 0, (size_t)task_len_at(task, n, ignore));
-    int len = 0, ans[2 * TASK_MAX_SIZE + 8], na = 0;
-    switch (task) {
-    case T_COPY:
-    case T_REVERSE:
-    case T_SORT:
-        for (int i = 0; i < n; i++) tokens[len++] = digit(rng, 10);
-        tokens[len++] = TT_SEP;
-        for (int i = 0; i < n; i++) ans[na++] = tokens[task == T_REVERSE ? n - 1 - i : i];
-        if (task == T_SORT) qsort(ans, (size_t)n, sizeof(int), cmp_int);
-        ans[na++] = TT_END;
-        return answer_from(tokens, answer, len, ans, na);
-    case T_ADDITION: {
-        int carry = 0;
-        for (int i = 0; i < 2 * n; i++) tokens[i + (i >= n)] = digit(rng, 10);
-        tokens[n] = TT_PLUS;
-        len = 2 * n + 1;
-        tokens[len++] = TT_SEP;
-        for (int i = 0; i < n; i++) {
-            int s = tokens[i] - TT_DIGIT0 + tokens[n + 1 + i] - TT_DIGIT0 + carry;
-            ans[na++] = TT_DIGIT0 + s % 10, carry = s / 10;
-        }
-        ans[na++] = TT_DIGIT0 + carry;
-        ans[na++] = TT_END;
-        return answer_from(tokens, answer, len, ans, na);
-    }
-    case T_COUNT: {
-        for (int i = 0; i < n; i++) tokens[len++] = digit(rng, COUNT_ITEMS);
-        int q = digit(rng, COUNT_ITEMS), c = 0;
-        for (int i = 0; i < n; i++) c += tokens[i] == q;
-        tokens[len++] = TT_QUERY, tokens[len++] = q, tokens[len++] = TT_SEP;
-        char buf[16];
-        snprintf(buf, sizeof buf, "%d", c);
-        for (const char *p = buf; *p; p++) ans[na++] = TT_DIGIT0 + (*p - '0');
-        ans[na++] = TT_END;
-        return answer_from(tokens, answer, len, ans, na);
-    }
-    case T_SELECTIVE: {
-        // n digits and n noise tokens (--task-ignore P: n·P/(1 − P) noise
-        // tokens) in a uniformly random arrangement
-        int slots = n + selective_noise(n, ignore);
-        unsigned char is_digit[3 * TASK_MAX_SIZE];
-        for (int i = 0; i < slots; i++) is_digit[i] = i < n;
-        for (int i = slots - 1; i > 0; i--) {
-            int j = (int)rng_below(rng, (uint32_t)i + 1);
-            unsigned char t = is_digit[i];
-            is_digit[i] = is_digit[j], is_digit[j] = t;
-        }
-        for (int i = 0; i < slots; i++) {
-            tokens[len++] = is_digit[i] ? digit(rng, 10) : TT_NOISE;
-            if (is_digit[i]) ans[na++] = tokens[len - 1];
-        }
-        tokens[len++] = TT_SEP;
-        ans[na++] = TT_END;
-        return answer_from(tokens, answer, len, ans, na);
-    }
-    case T_FLIPFLOP: {
-        if (n < 2) n = 2;  // a write and a read at least
-        int last = 0;
-        float pw = FLIP_WRITE, pr = FLIP_READ;
-        if (ignore >= 0) pw = pr = (1.0f - ignore) / 2;
-        for (int i = 0; i < n; i++) {
-            float u = rng_uniform(rng);
-            int op = i == 0 ? TT_WRITE : i == n - 1 ? TT_READ : u < pw ? TT_WRITE : u < pw + pr ? TT_READ : TT_IGNORE;
-            int bit = digit(rng, 2);
-            if (op == TT_WRITE) last = bit;
-            if (op == TT_READ) bit = last, answer[len + 1] = 1;
-            tokens[len++] = op, tokens[len++] = bit;
-        }
-        return len;
-    }
-    case T_PARITY:
-    case T_EVEN_PAIRS: {  // Delétang et al. 2023's parity check and even pairs, over the bits 0 and 1
-        int ones = 0, changes = 0;
-        for (int i = 0; i < n; i++) {
-            tokens[len++] = digit(rng, 2);
-            ones += tokens[i] == TT_DIGIT0 + 1;
-            changes += i > 0 && tokens[i] != tokens[i - 1];
-        }
-        tokens[len++] = TT_SEP;
-        ans[na++] = TT_DIGIT0 + (task == T_PARITY ? ones % 2 : changes % 2 == 0);
-        ans[na++] = TT_END;
-        return answer_from(tokens, answer, len, ans, na);
-    }
-    case T_PASSKEY: {  // Mohtashami & Jaggi 2023: a key hidden in filler, asked for at the end
-        int at = (int)rng_below(rng, (uint32_t)n + 1);  // filler tokens before the key
-        for (int i = 0; i < at; i++) tokens[len++] = TT_NOISE;
-        tokens[len++] = TT_WRITE;
-        for (int i = 0; i < PASSKEY_DIGITS; i++) tokens[len++] = ans[na++] = digit(rng, 10);
-        for (int i = at; i < n; i++) tokens[len++] = TT_NOISE;
-        tokens[len++] = TT_QUERY, tokens[len++] = TT_SEP;
-        ans[na++] = TT_END;
-        return answer_from(tokens, answer, len, ans, na);
-    }
-    }
-    return 0;
+    return tasks[task].make(n, rng, ignore, tokens, answer);
 }
 
 int task_parse_range(const char *s, task_range *r, char *err, size_t errlen) {

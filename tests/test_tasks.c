@@ -7,9 +7,7 @@
 #include "../eval/eval.h"
 #include "test.h"
 
-enum { N_TASKS = 10, PER_TASK = 1000 };
-static const char *const task_list[N_TASKS] = {"copy", "reverse", "sort", "addition", "count", "selective-copy",
-                                               "flipflop", "parity", "even-pairs", "passkey"};
+enum { PER_TASK = 1000 };
 
 // The instance as text, and its answer tokens as text in order.
 static void as_text(const int *tok, const unsigned char *ans, int len, char *text, char *answer) {
@@ -21,56 +19,6 @@ static void as_text(const int *tok, const unsigned char *ans, int len, char *tex
     text[len] = answer[na] = 0;
 }
 
-// What the answer must be, worked out from the text of the question alone.
-static void expected(const char *task, const char *text, char *out) {
-    const char *bar = strchr(text, '|');
-    size_t q = bar ? (size_t)(bar - text) : 0;
-    out[0] = 0;
-    if (!strcmp(task, "copy") || !strcmp(task, "reverse") || !strcmp(task, "sort")) {
-        for (size_t i = 0; i < q; i++) out[i] = text[!strcmp(task, "reverse") ? q - 1 - i : i];
-        out[q] = 0;
-        if (!strcmp(task, "sort"))  // counting sort on the characters
-            for (size_t i = 0, k = 0; i < 10; i++)
-                for (size_t j = 0; j < q; j++)
-                    if (text[j] == (char)('0' + i)) out[k++] = text[j];
-        strcat(out, ".");
-    } else if (!strcmp(task, "addition")) {
-        // a and b are written least significant digit first: read them back as numbers
-        const char *plus = strchr(text, '+');
-        int n = (int)(plus - text);
-        unsigned long long a = 0, b = 0, p = 1;
-        for (int i = 0; i < n; i++, p *= 10) a += (unsigned long long)(text[i] - '0') * p, b += (unsigned long long)(plus[1 + i] - '0') * p;
-        unsigned long long s = a + b;
-        for (int i = 0; i <= n; i++, s /= 10) out[i] = (char)('0' + s % 10);
-        out[n + 1] = '.', out[n + 2] = 0;
-    } else if (!strcmp(task, "count")) {
-        const char *qm = strchr(text, '?');
-        int c = 0;
-        for (const char *p = text; p < qm; p++) c += *p == qm[1];
-        sprintf(out, "%d.", c);
-    } else if (!strcmp(task, "selective-copy")) {
-        size_t k = 0;
-        for (size_t i = 0; i < q; i++)
-            if (text[i] != '*') out[k++] = text[i];
-        out[k++] = '.', out[k] = 0;
-    } else if (!strcmp(task, "parity") || !strcmp(task, "even-pairs")) {
-        int ones = 0, pairs = 0;
-        for (size_t i = 0; i < q; i++) ones += text[i] == '1', pairs += i > 0 && text[i] != text[i - 1];
-        sprintf(out, "%d.", !strcmp(task, "parity") ? ones % 2 : pairs % 2 == 0);
-    } else if (!strcmp(task, "passkey")) {
-        const char *w = strchr(text, 'w');
-        sprintf(out, "%.5s.", w ? w + 1 : "");
-    } else if (!strcmp(task, "flipflop")) {
-        char last = '?';
-        size_t k = 0;
-        for (const char *p = text; p[0] && p[1]; p += 2) {
-            if (p[0] == 'w') last = p[1];
-            if (p[0] == 'r') out[k++] = last;
-        }
-        out[k] = 0;
-    }
-}
-
 // Every instance's answer is what the question implies; its shape is the
 // task's (digits where digits go, lengths as task_len says).
 static int test_generators_answer_right(void) {
@@ -78,23 +26,23 @@ static int test_generators_answer_right(void) {
     static int tok[4 * TASK_MAX_SIZE];
     static unsigned char ans[4 * TASK_MAX_SIZE];
     static char text[4 * TASK_MAX_SIZE], got[4 * TASK_MAX_SIZE], want[4 * TASK_MAX_SIZE];
-    for (int k = 0; k < N_TASKS; k++) {
-        int task = task_find(task_list[k]), bad = 0;
-        EXPECT(task >= 0, "task %s not found", task_list[k]);
-        rng_t r = {1234 + (unsigned long long)k};
+    for (int task = 0; task < task_count(); task++) {
+        int bad = 0;
+        const char *name = task_name(task);
+        rng_t r = {1234 + (unsigned long long)task};
         for (int i = 0; i < PER_TASK && !bad; i++) {
             int n = 1 + i % 16;  // addition's numbers stay within 64 bits
             int len = task_make(task, n, &r, -1, tok, ans);
             as_text(tok, ans, len, text, got);
-            expected(task_list[k], text, want);
-            int flip = !strcmp(task_list[k], "flipflop");
+            task_answer_of(task, text, want);
+            int flip = !strcmp(name, "flipflop");
             if (len < 1 || len > task_len(task, n) || strcmp(got, want) || (!flip && (!strchr(text, '|') || text[len - 1] != '.'))) {
-                printf("    %s n=%d: '%s' answers '%s', expected '%s' (len %d, at most %d)\n", task_list[k], n, text, got,
+                printf("    %s n=%d: '%s' answers '%s', expected '%s' (len %d, at most %d)\n", name, n, text, got,
                        want, len, task_len(task, n));
                 bad = 1;
             }
             for (int t = 0; t < len && !bad; t++)
-                if (tok[t] <= TT_MASK || tok[t] >= TT_VOCAB) printf("    %s: token %d at %d\n", task_list[k], tok[t], t), bad = 1;
+                if (tok[t] <= TT_MASK || tok[t] >= TT_VOCAB) printf("    %s: token %d at %d\n", name, tok[t], t), bad = 1;
         }
         fails += bad;
     }
@@ -121,7 +69,7 @@ static int test_task_density(void) {
         for (int i = 0; i < 200; i++) {
             int len = task_make(task, n, &r, cases[c].p, tok, ans);
             as_text(tok, ans, len, text, got);
-            expected(cases[c].task, text, want);
+            task_answer_of(task, text, want);
             EXPECT(strcmp(got, want) == 0 && len <= task_len_at(task, n, cases[c].p), "%s at %g: '%s' answers '%s', expected '%s'",
                    cases[c].task, cases[c].p, text, got, want);
             if (task == task_find("flipflop")) {
@@ -207,7 +155,36 @@ static int test_exact_match_scoring(void) {
     return fails;
 }
 
+// Every task of the registry is named where a user looks: docs/data.md's
+// table of tasks, --help's --data text, and the refusal of an unknown task.
+static int test_tasks_named_everywhere(void) {
+    int fails = 0;
+    static char page[1 << 17], help[1 << 16], refusal[4096];
+    FILE *f = fopen("docs/data.md", "rb");
+    size_t n = f ? fread(page, 1, sizeof page - 1, f) : 0;
+    if (f) fclose(f);
+    page[n] = 0;
+    f = popen("./train --help 2>&1", "r");
+    n = f ? fread(help, 1, sizeof help - 1, f) : 0;
+    if (f) pclose(f);
+    help[n] = 0;
+    f = popen("./train --data task:no-such-task --steps 1 2>&1", "r");
+    n = f ? fread(refusal, 1, sizeof refusal - 1, f) : 0;
+    if (f) pclose(f);
+    refusal[n] = 0;
+    for (int task = 0; task < task_count(); task++) {
+        char row[64];
+        snprintf(row, sizeof row, "| `%s` |", task_name(task));
+        EXPECT(strstr(page, row), "docs/data.md's table of tasks has no row %s", row);
+        EXPECT(strstr(help, task_name(task)), "--help does not name the task %s", task_name(task));
+        EXPECT(strstr(refusal, task_name(task)), "the refusal of an unknown task does not name %s: %.300s", task_name(task),
+               refusal);
+    }
+    return fails;
+}
+
 const test_case task_tests[] = {
+    {"task/named_everywhere", test_tasks_named_everywhere},
     {"task/generators_answer_right", test_generators_answer_right},
     {"task/density", test_task_density},
     {"task/rows_sizes_and_seeds", test_task_rows_sizes_and_seeds},
