@@ -2,6 +2,8 @@
 // (run/settings.c); the encodings' options from the registry.
 #include "options.h"
 
+#include "../run/results.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -300,6 +302,7 @@ void options_parse(options *o, int argc, char **argv) {
         if (s->type == SET_ACTION) {
             if (strcmp(s->name, "help") == 0) options_usage(stdout);
             else if (strcmp(s->name, "version") == 0) printf("pelab %s\n", PELAB_VERSION);
+            else if (strcmp(s->name, "list-results") == 0) results_print_schema(stdout);
             else options_list_pe(stdout);
             // what was asked for is the output: a full disk or a closed pipe is a failure
             if (fflush(stdout) != 0 || ferror(stdout)) {

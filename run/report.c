@@ -18,7 +18,7 @@
 #include "../core/json.h"
 #include "../core/startup.h"
 #include "../model/gemm.h"
-#include "signals.h"
+#include "results.h"
 
 // The start of this invocation (UTC, ISO 8601) into when (32 bytes), and
 // the commit as a JSON value (a string, or null outside git): what --log's
@@ -66,168 +66,12 @@ void report_log_point(run_t *r, long step, double loss, double lr, const train_r
     if (fflush(r->log) != 0) die_runtime("--log: cannot write (%s)", strerror(errno));
 }
 
-// --attn-stats at one length: per layer, per head, the mean weight on the
-// first token ("attn_sink") and beyond each distance D ("attn_far": {"D": …},
-// the distances shorter than the length); null where no row counted.
-static void write_attn_stats(FILE *f, const double *acc, const model_t *m, int L) {
-    const int NL = m->cfg.layers, NH = m->cfg.heads;
-    for (int k = -1; k < ATTN_STAT_DISTS; k++) {
-        if (k >= 0 && attn_stat_dist[k] >= L) continue;
-        if (k < 0) fprintf(f, ", \"attn_sink\": [");
-        else fprintf(f, "%s\"%d\": [", k ? ", " : ", \"attn_far\": {", attn_stat_dist[k]);
-        for (int l = 0; l < NL; l++) {
-            fprintf(f, "%s[", l ? ", " : "");
-            for (int h = 0; h < NH; h++) {
-                const double *a = acc + ((size_t)l * NH + h) * ATTN_NSTAT + (k < 0 ? 0 : 2 + 2 * k);
-                fprintf(f, "%s", h ? ", " : "");
-                if (a[1] > 0) json_number(f, "%.6f", a[0] / a[1]);
-                else fprintf(f, "null");
-            }
-            fprintf(f, "]");
-        }
-        fprintf(f, "]");
-    }
-    if (attn_stat_dist[0] < L) fprintf(f, "}");
-}
-
-// What made the run and where: pelab's version, the commit it was built
-// from, when it started, the machine, the BLAS kernel and matrix engine.
-static void write_provenance(FILE *f, const options *o) {
-    char when[32], cpu[256];
-    start_time_text(when);
-    startup_cpu_name(cpu, sizeof cpu);
-    fprintf(f, ", \"pelab\": {\"version\": \"%s\", \"commit\": ", PELAB_VERSION);
-    json_commit(f);
-    fprintf(f, ", \"started\": \"%s\", \"machine\": {\"cpu\": ", when);
-    json_string(f, cpu);
-    startup_cpu_kind(cpu, sizeof cpu);
-    fprintf(f, ", \"kind\": ");
-    json_string(f, cpu);
-    fprintf(f, ", \"cores\": %ld, \"blas_kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));
-    json_string(f, startup_blas_kernel());
-    fprintf(f, ", \"gemm\": \"%s\", \"precision\": \"%s\", \"threads\": %ld, \"processes\": %d}}", gemm_name(),
-            gemm_precision(), o->threads, dist_size());
-}
-
 void report_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er) {
     atomic_file af;
     char err[1024];
     if (atomic_open(&af, path, "--json", err, sizeof err) != 0) die_runtime("%s", err);
-    FILE *f = af.f;
-    fprintf(f, "{\"config\": {");
-    settings_json_config(f, o, m);
-    fprintf(f, "}, \"params\": %zu", model_num_params(m));
-    fprintf(f, ", \"train\": {\"steps\": %ld, \"final_loss\": ", tr->steps_done);
-    json_number(f, "%.6f", tr->final_loss);
-    fprintf(f, ", \"tokens_per_s\": ");
-    json_number(f, "%.1f", tr->tokens_per_s);
-    fprintf(f, ", \"seconds\": ");
-    json_number(f, "%.3f", tr->seconds);
-    fprintf(f, ", \"processes\": %d, \"allreduce_seconds\": ", dist_size());
-    json_number(f, "%.3f", tr->comm_seconds);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    fprintf(f, ", \"peak_rss_mib\": %.1f", ru.ru_maxrss / 1024.0);
-    fprintf(f, "}, \"eval\": [");
-    for (int i = 0; i < (tr->stopped_by ? 0 : o->eval_ctx.n); i++) {
-        const eval_result *ev = &er->ev[i];
-        fprintf(f, "%s{\"ctx\": %d", i ? ", " : "", ev->L);
-        if (ev->ok) {
-            fprintf(f, ", \"loss\": ");
-            json_number(f, "%.6f", ev->loss);
-            fprintf(f, ", \"ppl\": ");
-            json_number(f, "%.6f", ev->ppl);
-            fprintf(f, ", \"tokens\": %zu", ev->tokens);
-            const eval_result *w = &er->win[i];
-            if (w->ok) {
-                fprintf(f, ", \"window\": %d, \"window_loss\": ", w->window);
-                json_number(f, "%.6f", w->loss);
-                fprintf(f, ", \"window_ppl\": ");
-                json_number(f, "%.6f", w->ppl);
-            } else if (w->err[0]) {
-                fprintf(f, ", \"window\": %ld, \"window_error\": ", o->eval_window);
-                json_string(f, w->err);
-            }
-            if (er->attn[i]) write_attn_stats(f, er->attn[i], m, ev->L);
-            if (er->probe[i]) {
-                fprintf(f, ", \"probe_r2\": [");
-                for (int l = 0; l <= m->cfg.layers; l++) {
-                    fprintf(f, "%s", l ? ", " : "");
-                    json_number(f, "%.6f", er->probe[i][l]);
-                }
-                fprintf(f, "]");
-            } else if (er->probe_err[i][0]) {
-                fprintf(f, ", \"probe_error\": ");
-                json_string(f, er->probe_err[i]);
-            }
-            fprintf(f, "}");
-        } else {
-            fprintf(f, ", \"error\": ");
-            json_string(f, ev->err);
-            fprintf(f, "}");
-        }
-    }
-    fprintf(f, "]");
-    if (o->eval_every) {
-        fprintf(f, ", \"curve\": [");
-        for (int i = 0; i < tr->n_curve; i++) {
-            const curve_point *c = &tr->curve[i];
-            fprintf(f, "%s{\"step\": %ld, \"train_loss\": ", i ? ", " : "", c->step);
-            json_number(f, "%.6f", c->train_loss);
-            fprintf(f, ", \"val_loss\": ");
-            json_number(f, "%.6f", c->val_loss);
-            if (c->order_acc >= 0) {
-                fprintf(f, ", \"order_acc\": ");
-                json_number(f, "%.6f", c->order_acc);
-            }
-            if (c->task_acc >= 0) {
-                fprintf(f, ", \"task_acc\": ");
-                json_number(f, "%.6f", c->task_acc);
-            }
-            fprintf(f, "}");
-        }
-        fprintf(f, "]");
-    }
-    if (er->has_order) {
-        fprintf(f, ", \"order\": {\"acc\": ");
-        json_number(f, "%.6f", er->order_acc);
-        fprintf(f, ", \"n\": %d", er->n_order);
-        if (o->until_solved > 0 && !o->load) {  // the solve step, or null: censored at the cap (--steps)
-            fprintf(f, ", \"until_solved\": %g, \"solved_step\": ", o->until_solved);
-            if (tr->solved_step) fprintf(f, "%ld", tr->solved_step);
-            else fprintf(f, "null");
-            fprintf(f, ", \"cap\": %ld", o->steps);
-        }
-        fprintf(f, "}");
-    }
-    if (er->n_task && o->until_solved > 0 && !o->load) {  // as order's: the solve step, or null at the cap
-        fprintf(f, ", \"task_solve\": {\"until_solved\": %g, \"solved_step\": ", o->until_solved);
-        if (tr->solved_step) fprintf(f, "%ld", tr->solved_step);
-        else fprintf(f, "null");
-        fprintf(f, ", \"cap\": %ld}", o->steps);
-    }
-    if (er->n_task) {
-        fprintf(f, ", \"task\": [");
-        for (int i = 0; i < er->n_task; i++) {
-            const task_result *t = &er->task[i];
-            fprintf(f, "%s{\"len\": \"%d-%d\", \"lo\": %d, \"hi\": %d, \"train\": %s", i ? ", " : "", t->r.lo, t->r.hi,
-                    t->r.lo, t->r.hi, i ? "false" : "true");
-            if (t->ok) {
-                fprintf(f, ", \"acc\": ");
-                json_number(f, "%.6f", t->acc);
-                fprintf(f, ", \"n\": %d}", t->n);
-            } else {
-                fprintf(f, ", \"acc\": null, \"error\": ");
-                json_string(f, t->err);
-                fprintf(f, "}");
-            }
-        }
-        fprintf(f, "]");
-    }
-    if (tr->stopped_by) fprintf(f, ", \"interrupted\": {\"signal\": \"%s\", \"step\": %ld}", signal_name(tr->stopped_by),
-                                tr->steps_done);
-    write_provenance(f, o);
-    fprintf(f, "}\n");
+    results_ctx c = {o, m, tr, er, 0};
+    results_write(af.f, &c);
     if (atomic_commit(&af, "--json", err, sizeof err) != 0) die_runtime("%s", err);
 }
 

@@ -1924,7 +1924,99 @@ static int test_json_golden(void) {
     return fails;
 }
 
+// A JSON string at *p (after its opening quote) into out, unescaped; *p past its closing quote.
+static void read_json_string(const char **p, char *out, size_t cap) {
+    size_t n = 0;
+    const char *q = *p;
+    for (; *q && *q != '"'; q++) {
+        if (*q == '\\' && q[1]) q++;
+        if (n + 1 < cap) out[n++] = *q;
+    }
+    out[n] = 0;
+    *p = *q ? q + 1 : q;
+}
+
+// docs/options.md's table of --json's fields is the results schema's, row
+// for row (the row a new field needs is printed).
+static int test_results_schema_in_docs(void) {
+    int fails = 0, rows = 0;
+    int s = run_train("--list-results");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--list-results exit: %s", err_buf);
+    static char doc[1 << 18], schema[1 << 16];
+    snprintf(schema, sizeof schema, "%s", out_buf);
+    slurp("docs/options.md", doc, sizeof doc);
+    static const char *const keys[] = {"\"path\": \"", "\"type\": \"", "\"unit\": \"", "\"when\": \"", "\"doc\": \""};
+    for (const char *line = strstr(schema, "{\"path\""); line; line = strstr(line + 1, "{\"path\"")) {
+        char v[5][512];
+        const char *p = line;
+        for (int k = 0; k < 5; k++) {
+            p = strstr(p, keys[k]);
+            if (!p) break;
+            p += strlen(keys[k]);
+            read_json_string(&p, v[k], sizeof v[k]);
+        }
+        EXPECT(p != NULL, "--list-results: a field without its five keys: %.120s", line);
+        if (!p) break;
+        for (char *t = v[1]; (t = strstr(t, "|"));) memmove(t + 4, t + 1, strlen(t)), memcpy(t, " or ", 4);
+        char row[2700];
+        snprintf(row, sizeof row, "| `%s` | %s | %s | %s | %s |\n", v[0], v[1], v[2], v[3], v[4]);
+        EXPECT(strstr(doc, row), "docs/options.md's table of --json fields lacks (or differs from) the row\n%s", row);
+        rows++;
+    }
+    EXPECT(rows > 40, "--list-results gave %d fields", rows);
+    EXPECT(strstr(schema, "\"attn_distances\": [16, 64, 256]"), "--list-results: the distances: %.200s", schema);
+    return fails;
+}
+
+// Every field the runs below write is one the schema names, of its type,
+// and every field the schema says is always there is (the lab's check,
+// lab/pelab_lab/schema.py, run on them): a refused length, a window, the
+// attention statistics, the probe, a curve, cats, a task. Skipped without
+// python3.
+static int test_results_schema_covers_outputs(void) {
+    int fails = 0;
+    if (system("python3 -c 1 >/dev/null 2>&1") != 0) {
+        printf("    no python3: the lab's check of the runs against the schema did not run\n");
+        return TEST_SKIPPED;
+    }
+    ensure_tmpdir();
+    static const char *const runs[] = {
+        "--data cats --pe learned --ctx 16 --steps 3 --eval-ctx 8,64 --eval-every 2 --json {T}/r0.json",
+        "--data cats --pe rope --steps 3 --ctx 32 --eval-ctx 32,128 --eval-window 16 --attn-stats --probe-positions "
+        "--json {T}/r1.json",
+        "--data task:copy --pe alibi --steps 3 --eval-every 3 --until-solved 0.5 --task-eval 5 --json {T}/r2.json",
+    };
+    char files[1024] = "";
+    for (int i = 0; i < 3; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "--threads 1 --quiet --d-model 16 --layers 1 --heads 2 %s", runs[i]);
+        int s = run_train(args);
+        EXPECT(WIFEXITED(s) && (WEXITSTATUS(s) == 0 || WEXITSTATUS(s) == 1), "%s: %s", args, err_buf);
+        snprintf(files + strlen(files), sizeof files - strlen(files), " %s/r%d.json", tmpdir, i);
+    }
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "PYTHONPATH=lab PELAB_TRAIN=./train python3 -c '"
+             "import json, sys\nfrom pelab_lab import schema\nbad = 0\n"
+             "for p in sys.argv[1:]:\n"
+             "    d = json.load(open(p))\n"
+             "    for e in schema.check(d): print(p, e); bad = 1\n"
+             "keys = set()\n"
+             "for p in sys.argv[1:]:\n"
+             "    d = json.load(open(p)); e = d[\"eval\"]\n"
+             "    keys |= {k for x in e for k in x}\n"
+             "want = {\"error\", \"window\", \"window_loss\", \"attn_sink\", \"attn_far\", \"probe_r2\"}\n"
+             "if want - keys: print(\"the runs did not write\", want - keys); bad = 1\n"
+             "sys.exit(bad)' %s > %s 2>&1", files, tmp_path("schema.log"));
+    int rc = system(cmd);
+    static char log[4096];
+    slurp(tmp_path("schema.log"), log, sizeof log);
+    EXPECT(rc == 0, "the runs against the results schema:\n%s", log);
+    return fails;
+}
+
 const test_case cli_tests[] = {
+    {"cli/results_schema_in_docs", test_results_schema_in_docs},
+    {"cli/results_schema_covers_outputs", test_results_schema_covers_outputs},
     {"cli/json_golden", test_json_golden},
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"files/abandon_leaves_no_temporary", test_abandon_during_writes},

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 from matplotlib.ticker import LogLocator, ScalarFormatter, NullFormatter
 
-from . import stats
+from . import schema, stats
 from .baselines import uniform_attention
 from .runs import SOLVED
 from .style import plt, encoding_style, extension_of, save
@@ -295,7 +295,8 @@ def evaluations(evals, title, stem, long_ctx, window, labels, probes):
     - the position probe (--probe-positions): held-out R² at the input and
       after each block, per encoding (mean over seeds; thin: seeds)."""
     g = evals[evals["eval_ctx"] == long_ctx]
-    has_far = any(f"far_{D}" in g and g[f"far_{D}"].notna().any() for D in (16, 64, 256))
+    dists_all = schema.attn_distances()
+    has_far = any(f"far_{D}" in g and g[f"far_{D}"].notna().any() for D in dists_all)
     panels = [p for p, ok in (("window", bool(window)), ("far", has_far), ("probe", bool(probes))) if ok]
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6 * max(1, len(panels)), 0.32 * len(labels) + 2.6),
                              squeeze=False)
@@ -314,7 +315,7 @@ def evaluations(evals, title, stem, long_ctx, window, labels, probes):
                                 marker=st["marker"], capsize=3, markersize=5)
                     ax.plot(d, [y] * len(d), linestyle="none", marker="|", color=st["color"], alpha=0.6)
             elif panel == "far":
-                dists = [D for D in (16, 64, 256) if D < long_ctx and h[f"far_{D}"].notna().any()]
+                dists = [D for D in dists_all if D < long_ctx and h[f"far_{D}"].notna().any()]
                 if dists:
                     ax.plot(dists, [h[f"far_{D}"].mean() for D in dists], label=lab, markersize=4, **st)
             else:
@@ -333,10 +334,10 @@ def evaluations(evals, title, stem, long_ctx, window, labels, probes):
             ax.set_title(f"does the model use context past {window}? (mean, 95% interval; ticks: seeds)", fontsize=9)
         elif panel == "far":
             if "attn" not in evals or (evals["attn"] == "causal").all():
-                ax.plot([16, 64, 256], [uniform_attention(long_ctx, D) for D in (16, 64, 256)], color="black",
+                ax.plot(dists_all, [uniform_attention(long_ctx, D) for D in dists_all], color="black",
                         linestyle=":", linewidth=1.2, label="uniform attention")
             ax.set_xscale("log", base=2)
-            ax.set_xticks([16, 64, 256], ["16", "64", "256"])
+            ax.set_xticks(dists_all, [str(D) for D in dists_all])
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_ylim(0, 1.3)   # a share of the weight; linear, so that a share of 0 shows as 0; the legend above 1
             ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])

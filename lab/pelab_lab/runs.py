@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import schema
+
 SOLVED = 0.99   # order_acc at which the order task counts as solved: ./train's --until-solved on cats
 
 
@@ -26,16 +28,28 @@ class RunFileError(Exception):
     pass
 
 
+def _no_constant(name):
+    raise ValueError(f"a {name} literal, which ./train never writes (a value that is not a number is null)")
+
+
 def read_run(path):
+    """A run's --json, checked against ./train's results schema (schema.py):
+    one line naming the file and what is wrong, never a traceback."""
     try:
         with open(path) as f:
-            d = json.load(f)
+            d = json.load(f, parse_constant=_no_constant)
     except OSError as e:
         raise RunFileError(f"{path}: cannot read ({e.strerror})")
     except json.JSONDecodeError as e:
         raise RunFileError(f"{path}: not a pelab --json file ({e.msg} at line {e.lineno})")
+    except (ValueError, RecursionError) as e:
+        raise RunFileError(f"{path}: not a pelab --json file ({e})")
     if not isinstance(d, dict) or "config" not in d:
         raise RunFileError(f"{path}: not a pelab --json file (no config)")
+    problems = schema.check(d, complete=False)
+    if problems:
+        more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+        raise RunFileError(f"{path}: not as ./train writes --json: {'; '.join(problems[:2])}{more}")
     return d
 
 
@@ -113,7 +127,7 @@ def tidy(records):
             for l, v in enumerate(probe if isinstance(probe, list) else []):
                 row[f"probe_r2_{l}"] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
             heads = _attn_rows(e)
-            for col in ("sink", "far_16", "far_64", "far_256"):   # the mean over layers and heads
+            for col in ["sink"] + schema.far_columns():   # the mean over layers and heads
                 vals = [h[col] for h in heads if not math.isnan(h[col])]
                 row[col] = float(np.mean(vals)) if vals else math.nan
             evals.append(row)
@@ -136,8 +150,8 @@ def _attn_rows(e):
     for l, heads in enumerate(sink):
         for h, v in enumerate(heads):
             r = {"layer": l, "head": h, "sink": val(v)}
-            for D in ("16", "64", "256"):
-                grid = far.get(D)
+            for D in schema.attn_distances():
+                grid = far.get(str(D))
                 r[f"far_{D}"] = val(grid[l][h]) if isinstance(grid, list) and l < len(grid) and h < len(grid[l]) else math.nan
             rows.append(r)
     return rows
@@ -159,7 +173,15 @@ def accept_main(argv):
     not a result to keep: the workflow's run rules fail the job then, so that
     Snakemake drops it and runs it again next time."""
     for path in argv:
-        d = read_run(path)
+        try:
+            d = read_run(path)
+        except RunFileError as e:
+            print(f"pelab lab: {e}", file=sys.stderr)
+            return 3
+        missing = schema.check(d)
+        if missing:
+            print(f"pelab lab: {path}: not as ./train writes --json: {missing[0]}", file=sys.stderr)
+            return 3
         if d.get("interrupted"):
             print(f"pelab lab: {path}: the run was interrupted; the job fails so that it runs again", file=sys.stderr)
             return 3

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import decay, figures, stats
+from . import decay, figures, schema, stats
 from .baselines import byte_baselines, uniform_attention
 from .runs import SOLVED
 
@@ -369,7 +369,7 @@ def evaluate(name, t, stem, spec):
     # long form: a row per run, length and context (full, or the window), so
     # that the ledger selects either side by its columns
     cols = ["label", "pe"] + [c for c in ("attn",) if c in evals] + ["seed", "eval_ctx", "context", "loss", "ppl",
-            "collapsed", "sink", "sink_excess", "far_16", "far_64", "far_256"] + probes
+            "collapsed", "sink", "sink_excess"] + schema.far_columns() + probes
     # the sink's weight above what uniform causal attention gives the first token (the ledger's sink claim)
     evals = evals.assign(sink_excess=[s - uniform_attention(int(L)) if a == "causal" else math.nan
                                       for s, L, a in zip(evals["sink"], evals["eval_ctx"],
@@ -379,11 +379,11 @@ def evaluate(name, t, stem, spec):
     if W and evals["window_loss"].notna().any():
         win = evals[evals["window_loss"].notna()].assign(context=f"window {W}", loss=lambda d: d["window_loss"],
                                                          ppl=lambda d: d["window_ppl"])
-        win[["sink", "sink_excess", "far_16", "far_64", "far_256"] + probes] = math.nan
+        win[["sink", "sink_excess"] + schema.far_columns() + probes] = math.nan
         rows.append(win)
     long = pd.concat(rows, ignore_index=True)
     long[[c for c in cols if c in long]].to_csv(f"{stem}.csv", index=False)
-    acols = ["label", "seed", "eval_ctx", "layer", "head", "sink", "far_16", "far_64", "far_256"]
+    acols = ["label", "seed", "eval_ctx", "layer", "head", "sink"] + schema.far_columns()
     (attn[acols] if len(attn) else pd.DataFrame(columns=acols)).to_csv(f"{stem}_attn.csv", index=False)
     labels = _ordered(evals, "label")
     longer = [L for L in lengths if W and L > W]
@@ -419,7 +419,7 @@ def evaluate(name, t, stem, spec):
              + " " + base_note, "",
              _md(header, rows)]
     if len(attn) and evals["sink"].notna().any():
-        dists = [D for D in (16, 64, 256) if evals[f"far_{D}"].notna().any()]
+        dists = [D for D in schema.attn_distances() if evals[f"far_{D}"].notna().any()]
         arows = []
         for lab in labels:
             g = evals[evals["label"] == lab]

@@ -260,9 +260,10 @@ class Stats(unittest.TestCase):
 
 
 def write_run(folder, name, config, **rest):
+    """A run's --json with the given parts (and the top-level fields ./train always writes)."""
     p = Path(folder) / name
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps({"config": config, **rest}))
+    p.write_text(json.dumps({"config": config, "params": 1000, "train": {}, "eval": [], "pelab": {}, **rest}))
     return p
 
 
@@ -724,6 +725,23 @@ class Accept(unittest.TestCase):
             pos = write_run(d, "p.json", {"pe": "learned"}, eval=[{"ctx": 128, "error": "--pe learned has no positions past 64"}])
             self.assertEqual(accept_main([str(mem)]), 3)
             self.assertEqual(accept_main([str(pos)]), 0)
+
+    def test_a_file_unlike_the_results_schema_is_not_a_result(self):
+        from pelab_lab.runs import accept_main
+        with tempfile.TemporaryDirectory() as d:
+            ok = write_run(d, "ok.json", {"pe": "rope"}, eval=[{"ctx": 64, "ppl": 2.0, "loss": 0.7}])
+            text = write_run(d, "s.json", {"pe": "rope"}, eval=[{"ctx": 64, "ppl": "2.0", "loss": 0.7}])
+            extra = write_run(d, "x.json", {"pe": "rope"}, eval=[{"ctx": 64, "perplexity": 2.0}])
+            short = Path(d) / "short.json"
+            short.write_text(json.dumps({"config": {"pe": "rope"}, "eval": []}))
+            nan = Path(d) / "nan.json"
+            nan.write_text(ok.read_text().replace("2.0", "NaN"))
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(accept_main([str(ok)]), 0)
+                for bad in (text, extra, short, nan):
+                    self.assertEqual(accept_main([str(bad)]), 3, bad)
+            for what in ("eval[].ppl: str", "eval[].perplexity: not a field", "params: missing", "NaN literal"):
+                self.assertIn(what, err.getvalue())
 
     def test_an_interrupted_run_is_not_a_result(self):
         from pelab_lab.runs import accept_main

@@ -1,0 +1,93 @@
+"""./train's results schema (`./train --list-results`, run/results.c): the
+fields of a run's --json (path, type, unit, when it is there, what it is)
+and the --attn-stats distances. The lab reads them from the binary rather
+than keeping a copy; `check(d)` says where a run's JSON departs from it."""
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class SchemaError(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def load(train=None):
+    """{"fields": [...], "attn_distances": [...]} from ./train (PELAB_TRAIN, else the repository's)."""
+    exe = train or os.environ.get("PELAB_TRAIN") or str(REPO / "train")
+    try:
+        out = subprocess.run([exe, "--list-results"], capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+    except (OSError, subprocess.CalledProcessError, ValueError) as e:
+        raise SchemaError(f"cannot read the results schema from {exe} --list-results ({e}); build it with make train") \
+            from None
+
+
+def attn_distances():
+    """The distances D of --attn-stats' attn_far (16, 64, 256 today)."""
+    return list(load()["attn_distances"])
+
+
+def far_columns():
+    """The tidy tables' columns of the attention beyond each distance: far_16, …"""
+    return [f"far_{D}" for D in attn_distances()]
+
+
+def _type_ok(value, typ):
+    kinds = typ.split("|")
+    if value is None:
+        return "null" in kinds
+    base = kinds[0]
+    if base == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base == "string":
+        return isinstance(value, str)
+    if base == "bool":
+        return isinstance(value, bool)
+    if base == "object" or base.startswith("{"):
+        return isinstance(value, dict)
+    if base == "array" or base.startswith("["):
+        return isinstance(value, list)
+    return True
+
+
+def check(d, schema=None, complete=True):
+    """The ways a run's JSON object departs from the schema: keys it does not
+    name, values of another type, and (complete) top-level fields that are
+    always there and are not."""
+    schema = schema or load()
+    fields = {f["path"]: f for f in schema["fields"]}
+    problems = []
+
+    def walk(obj, prefix):
+        for key, value in obj.items():
+            path = f"{prefix}{key}"
+            f = fields.get(path)
+            if f is None:
+                problems.append(f"{path}: not a field of the results schema")
+                continue
+            if not _type_ok(value, f["type"]):
+                problems.append(f"{path}: {type(value).__name__} {json.dumps(value)[:40]}, the schema says {f['type']}")
+                continue
+            if f["type"] == "object" and isinstance(value, dict) and path != "config":
+                walk(value, f"{path}.")
+            if f["type"] == "array" and isinstance(value, list):
+                for el in value:
+                    if isinstance(el, dict):
+                        walk(el, f"{path}[].")
+                    else:
+                        problems.append(f"{path}[]: an element that is not an object")
+
+    if not isinstance(d, dict):
+        return ["the file is not a JSON object"]
+    walk(d, "")
+    for path, f in fields.items():
+        if complete and f["when"] == "always" and "." not in path and "[]" not in path and path not in d:
+            problems.append(f"{path}: missing")
+    return problems
