@@ -2,13 +2,14 @@
 // (run/settings.c); the encodings' options from the registry.
 #include "options.h"
 
-#include "../run/results.h"
-
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../model/gemm.h"
+#include "../run/results.h"
 
 // ---- the encodings' options, from the registry ----
 
@@ -190,6 +191,15 @@ void options_usage(FILE *f) {
         fprintf(f, "  %s\n      %s\n", help_examples[i][0], help_examples[i][1]);
 }
 
+void options_list_gemm(FILE *f) {
+    for (int i = 0; i < gemm_engine_count; i++) {
+        char why[256] = "";
+        int ok = gemm_engines[i].available(why, sizeof why);
+        fprintf(f, "%-10s %-9s %s%s%s\n", gemm_engines[i].name, ok ? "available" : "absent", gemm_engines[i].what,
+                ok ? "" : "; ", ok ? "" : why);
+    }
+}
+
 void options_list_pe(FILE *f) {
     for (int i = 0; i < pe_registry_count; i++) {
         const pe_ops *e = pe_registry[i];
@@ -303,6 +313,7 @@ void options_parse(options *o, int argc, char **argv) {
             if (strcmp(s->name, "help") == 0) options_usage(stdout);
             else if (strcmp(s->name, "version") == 0) printf("pelab %s\n", PELAB_VERSION);
             else if (strcmp(s->name, "list-results") == 0) results_print_schema(stdout);
+            else if (strcmp(s->name, "list-gemm") == 0) options_list_gemm(stdout);
             else options_list_pe(stdout);
             // what was asked for is the output: a full disk or a closed pipe is a failure
             if (fflush(stdout) != 0 || ferror(stdout)) {

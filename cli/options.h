@@ -19,5 +19,8 @@ void options_usage(FILE *f);
 // --list-pe: one line per encoding (name, kind, summary, options), then the
 // composites the tests and experiments use (one absolute with each relative).
 void options_list_pe(FILE *f);
+// --list-gemm: a line per matrix engine, in --gemm's order: its name,
+// "available" or "absent" (not built, or no CPU support), what it is.
+void options_list_gemm(FILE *f);
 
 #endif

@@ -175,6 +175,8 @@ const setting settings_schema[] = {
      .needs_why = "shapes the text --sample N generates; give --sample N too, or leave it out"},
     {.name = "quiet", .type = SET_FLAG, O(quiet), .section = SEC_OUT, .help = "no progress lines", .flags = SET_LOCAL},
     {.name = "list-pe", .type = SET_ACTION, .section = SEC_OUT, .help = "list the position encodings and their options"},
+    {.name = "list-gemm", .type = SET_ACTION, .section = SEC_OUT,
+     .help = "the matrix engines --gemm takes: name, whether this build has it, what it is"},
     {.name = "list-results", .type = SET_ACTION, .section = SEC_OUT,
      .help = "the fields --json writes (path, type, unit, when, meaning), as JSON"},
     {.name = "help", .type = SET_ACTION, .section = SEC_OUT, .help = "this text"},

@@ -280,6 +280,20 @@ static int test_choices_follow_the_engine_list(void) {
         for (const char *p = row; p && eol && (p = strstr(p, word)) && p < eol; p++) in_row = 1;
         EXPECT(in_row, "docs/options.md's --gemm row does not name the engine %s", gemm_engines[i].name);
     }
+    // ./train --list-gemm (what the lab reads): a line per engine, in the list's order
+    static char listed[4096];
+    f = popen("./train --list-gemm 2>&1", "r");
+    got = f ? fread(listed, 1, sizeof listed - 1, f) : 0;
+    int rc = f ? pclose(f) : -1;
+    listed[got] = '\0';
+    EXPECT(rc == 0, "./train --list-gemm: exit %d: %s", rc, listed);
+    const char *line = listed;
+    for (int i = 0; i < gemm_engine_count; i++) {
+        EXPECT(line && !strncmp(line, gemm_engines[i].name, strlen(gemm_engines[i].name)),
+               "--list-gemm's line %d is not the engine %s: %s", i + 1, gemm_engines[i].name, listed);
+        line = line ? strchr(line, '\n') : NULL;
+        if (line) line++;
+    }
     return fails;
 }
 

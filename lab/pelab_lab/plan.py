@@ -12,6 +12,8 @@ import os
 import re
 import shlex
 
+from . import schema
+
 
 class ConfigError(Exception):
     """A config the workflow refuses before any training (message says why)."""
@@ -526,9 +528,6 @@ def blas_env(config):
     return {"OPENBLAS_CORETYPE": k}
 
 
-GEMM_ENGINES = ("openblas", "onednn", "auto")
-
-
 def gemm_options(config):
     """['--gemm', E] for config's gemm ('' or absent: ./train's default,
     auto). Like the BLAS kernel, the matrix engine decides the last bits of
@@ -537,8 +536,9 @@ def gemm_options(config):
     g = config.get("gemm") or ""
     if not g:
         return []
-    if g not in GEMM_ENGINES:
-        raise ConfigError(f"gemm '{g}' is not one of {', '.join(GEMM_ENGINES)} (or '' for ./train's default)")
+    engines = schema.engines()   # ./train --list-gemm: the engine list is the binary's
+    if g not in engines:
+        raise ConfigError(f"gemm '{g}' is not one of {', '.join(engines)} (or '' for ./train's default)")
     return ["--gemm", str(g)]
 
 

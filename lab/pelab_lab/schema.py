@@ -1,7 +1,7 @@
-"""./train's results schema (`./train --list-results`, run/results.c): the
-fields of a run's --json (path, type, unit, when it is there, what it is)
-and the --attn-stats distances. The lab reads them from the binary rather
-than keeping a copy; `check(d)` says where a run's JSON departs from it."""
+"""What the lab reads from ./train rather than keeping a copy: the results
+schema (`./train --list-results`, run/results.c: the fields of a run's
+--json, their types, and the --attn-stats distances; `check(d)` says where a
+run's JSON departs from it) and the matrix engines (`./train --list-gemm`)."""
 import functools
 import json
 import os
@@ -25,6 +25,18 @@ def load(train=None):
     except (OSError, subprocess.CalledProcessError, ValueError) as e:
         raise SchemaError(f"cannot read the results schema from {exe} --list-results ({e}); build it with make train") \
             from None
+
+
+@functools.lru_cache(maxsize=None)
+def engines(train=None):
+    """--gemm's choices: "auto", then every engine of ./train --list-gemm (built or not)."""
+    exe = train or os.environ.get("PELAB_TRAIN") or str(REPO / "train")
+    try:
+        out = subprocess.run([exe, "--list-gemm"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SchemaError(f"cannot list the matrix engines with {exe} --list-gemm ({e}); build it with make train") \
+            from None
+    return ("auto",) + tuple(line.split()[0] for line in out.splitlines() if line.strip())
 
 
 def attn_distances():
