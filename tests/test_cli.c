@@ -1680,6 +1680,18 @@ static int test_checkpoints_that_lie(void) {
         EXPECT_EXIT(s, 1, "a checkpoint with %s=%s: exit %d (%s)", lies[i][0], lies[i][1], WEXITSTATUS(s), err_buf);
         EXPECT(strstr(err_buf, "corrupt"), "%s=%s: %s", lies[i][0], lies[i][1], err_buf);
     }
+    // an encoding's choice is stored as its index: any other number is refused, never used as an index
+    // (-100000000 crashed the header's printing, -1 printed "(null)")
+    s = run_train(SMALL " --pe rope --steps 2 --save {T}/rope.ck");
+    s = run_train("--quiet --threads 2 --init {T}/rope.ck --rope-scale yarn --steps 2 --save {T}/yarn.ck");
+    EXPECT_EXIT(s, 0, "fine-tuning with --rope-scale yarn: %s", err_buf);
+    static const char *const choices[] = {"-100000000", "-1", "4", "1.5", "nan"};
+    for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
+        rewrite_settings(tmp_path("yarn.ck"), tmp_path("lie.ck"), "opt.rope-scale", choices[i]);
+        s = run_train("--threads 2 --load {T}/lie.ck");
+        EXPECT_EXIT(s, 1, "a checkpoint with opt.rope-scale=%s: exit %d (%s)", choices[i], WEXITSTATUS(s), err_buf);
+        EXPECT(strstr(err_buf, "corrupt") && !strstr(out_buf, "(null)"), "opt.rope-scale=%s: %s", choices[i], err_buf);
+    }
     // a field with a terminal escape sequence is shown escaped, never raw
     rewrite_settings(tmp_path("ok.ck"), tmp_path("esc.ck"), "data", "\033[31mred.txt");
     s = run_train("--quiet --threads 2 --resume {T}/esc.ck");

@@ -78,6 +78,8 @@ def _choice(value, names):
         if value not in names:
             raise PelabFileError(f"unknown choice '{value}' (one of {', '.join(names)})")
         return value
+    if value != int(value) or not 0 <= value < len(names):
+        raise PelabFileError(f"choice {value} is none of {len(names)} ({', '.join(names)})")
     return names[int(value)]
 
 

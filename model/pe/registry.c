@@ -130,7 +130,11 @@ const char *pe_option_takers(const char *name, char *buf, size_t cap) {
 
 void pe_option_format(const pe_option *o, double v, char *buf, size_t cap) {
     if (isnan(v)) snprintf(buf, cap, "unset");
-    else if (o->type == PE_OPT_CHOICE) snprintf(buf, cap, "%s", o->choices[(int)v]);
+    else if (o->type == PE_OPT_CHOICE) {
+        int n = 0;
+        while (o->choices[n]) n++;
+        snprintf(buf, cap, "%s", v >= 0 && v < n && v == floor(v) ? o->choices[(int)v] : "?");  // pe_resolve refuses others
+    }
     else if (o->type == PE_OPT_INT) snprintf(buf, cap, "%.0f", v);
     else snprintf(buf, cap, "%.9g", v);  // FLOAT values are floats: 9 digits give them back exactly
 }
@@ -180,7 +184,13 @@ int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, 
         if (o->type == PE_OPT_CHOICE && s) {
             int n = 0;
             while (o->choices[n]) n++;
-            bad = bad || v >= n;
+            if (bad || v < 0 || v >= n) {  // a choice is stored as its index: one of 0..n-1
+                size_t k = (size_t)snprintf(err, errlen, "--%s: choice %g is none of its %d (", o->name, v, n);
+                for (int c = 0; c < n && k < errlen; c++)
+                    k += (size_t)snprintf(err + k, errlen - k, "%s%d = %s", c ? ", " : "", c, o->choices[c]);
+                if (k < errlen) snprintf(err + k, errlen - k, ")");
+                return 0;
+            }
         }
         if (bad) {
             snprintf(err, errlen, "--%s %g: must be between %g and %g", o->name, v, o->lo, o->hi);
