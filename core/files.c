@@ -175,6 +175,28 @@ static int is_own_temporary(const char *name, const char *base, long *pid) {
     return *pid > 0;
 }
 
+// The inputs of the run, by device and inode (files_protect).
+#define MAX_PROTECTED 16
+static struct {
+    dev_t dev;
+    ino_t ino;
+} protected_files[MAX_PROTECTED];
+static int n_protected;
+
+void files_protect(const char *path) {
+    struct stat st;
+    if (n_protected < MAX_PROTECTED && stat(path, &st) == 0)
+        protected_files[n_protected].dev = st.st_dev, protected_files[n_protected++].ino = st.st_ino;
+}
+
+static int is_protected(const char *path) {
+    struct stat st;
+    if (n_protected == 0 || stat(path, &st) != 0) return 0;
+    for (int i = 0; i < n_protected; i++)
+        if (protected_files[i].dev == st.st_dev && protected_files[i].ino == st.st_ino) return 1;
+    return 0;
+}
+
 // Removes temporaries in dir that a killed writer left behind: only names of
 // exactly atomic_open's pattern, and only those whose process no longer
 // exists. A live PID keeps its file; any other file is never touched (a
@@ -194,7 +216,7 @@ static void remove_stale_temporaries(const char *target, const char *dir) {
         size_t n = strlen(dir) + strlen(name) + 2;
         char *full = xmalloc(n);
         snprintf(full, n, "%s/%s", dir, name);
-        unlink(full);
+        if (!is_protected(full)) unlink(full);  // an input named like a temporary is the run's, not a leftover
         free(full);
     }
     closedir(d);

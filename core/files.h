@@ -49,5 +49,8 @@ int check_input_file(const char *path, const char *what, char *err, size_t errle
 // 1 when a and b name the same file: the same device and inode when both
 // exist, else the same resolved path.
 int same_file(const char *a, const char *b);
+// An input of the run: the tidying of stale temporaries (atomic_commit)
+// never removes it, whatever its name (up to 16 files).
+void files_protect(const char *path);
 
 #endif

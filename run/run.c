@@ -56,34 +56,48 @@ run_t *run_start(options *o) {
     return &run;
 }
 
-// Every file the run reads or writes: no two may be the same file (a
-// --save over the --data would destroy the corpus) — but for --resume and
-// --save, which continue a run in place; and each output must be writable
-// now, not after training: absent or a regular file, with room for a
-// temporary beside it. Inputs are checked to be regular files where they
-// are opened.
+// Every file the run reads or writes (the schema's rows with a path role):
+// no two may be the same file (a --save over the --data would destroy the
+// corpus) — but for --resume and --save, which continue a run in place; each
+// output must be writable now, not after training: absent or a regular file,
+// with room for a temporary beside it; and no input may be taken for a stale
+// temporary and tidied away. Inputs are checked to be regular files where
+// they are opened.
 static void check_paths(const options *o) {
-    const struct {
-        const char *path, *what;
-        int output;
-    } f[] = {{data_is_path(o->data) ? o->data : NULL, "--data", 0}, {o->load, "--load", 0},
-             {o->resume, "--resume", 0}, {o->init, "--init", 0},
-             {o->save, "--save", 1}, {o->json, "--json", 1}, {o->attn_png, "--attn-png", 1}, {o->log, "--log", 1}};
-    const int n = sizeof f / sizeof f[0];
+    struct {
+        const char *path, *name;
+        unsigned role;
+    } f[16];
+    int n = 0;
+    for (int i = 0; i < settings_count && n < 16; i++) {
+        const setting *s = &settings_schema[i];
+        if (!s->path) continue;
+        const char *path = *(const char *const *)((const char *)o + s->field);
+        if (!path || (!strcmp(s->name, "data") && !data_is_path(path))) continue;  // a built-in corpus names no file
+        f[n].path = path, f[n].name = s->name, f[n].role = s->path, n++;
+    }
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
-            if (!f[i].path || !f[j].path || (f[i].path == o->resume && f[j].path == o->save)) continue;
-            if (same_file(f[i].path, f[j].path))
-                die_usage("%s '%s' and %s '%s' are the same file; %s", f[i].what, f[i].path, f[j].what, f[j].path,
-                          f[i].output ? "give each output its own file" : "an output must not overwrite an input");
+            int in_place = (!strcmp(f[i].name, "resume") && !strcmp(f[j].name, "save")) ||
+                           (!strcmp(f[i].name, "save") && !strcmp(f[j].name, "resume"));
+            if (in_place || !same_file(f[i].path, f[j].path)) continue;
+            int input = f[i].role == PATH_INPUT || f[j].role == PATH_INPUT;
+            die_usage("--%s '%s' and --%s '%s' are the same file; %s", f[i].name, f[i].path, f[j].name, f[j].path,
+                      input ? "an output must not overwrite an input" : "give each output its own file");
         }
-    char err[1024];
+    char err[1024], what[64];
     int usage;
-    for (int i = 0; i < n; i++)
-        if (f[i].output && f[i].path && dist_rank() == 0 && !check_output_path(f[i].path, f[i].what, &usage, err, sizeof err)) {
+    for (int i = 0; i < n; i++) {
+        if (f[i].role == PATH_INPUT) {
+            files_protect(f[i].path);
+            continue;
+        }
+        snprintf(what, sizeof what, "--%s", f[i].name);
+        if (dist_rank() == 0 && !check_output_path(f[i].path, what, &usage, err, sizeof err)) {
             if (usage) die_usage("%s", err);
             die_runtime("%s", err);
         }
+    }
 }
 
 // --sample's model and prompt, checked before the first step.

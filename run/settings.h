@@ -101,6 +101,12 @@ typedef enum {
 
 // Commands that take a checkpoint (bits of setting.refused and .from_file).
 enum { WITH_LOAD = 1, WITH_RESUME = 2, WITH_INIT = 4 };
+// setting.path: how the run uses the file an option names. Every option
+// whose value is a path declares it (cli/every_path_option_has_a_role): the
+// check that no two name the same file, the check that each output can be
+// written, and the protection of the inputs from the tidying of stale
+// temporaries all walk these rows.
+enum { PATH_INPUT = 1, PATH_OUTPUT, PATH_APPEND };
 // setting.flags
 enum {
     SET_STATE = 1,         // the field is in run_state, not options: the run's position, not an option
@@ -127,6 +133,7 @@ typedef struct {
     const char *needs;       // has an effect only with this setting given (not 0): refused without it
     unsigned needs_corpus;   // has an effect only on data that offers these (CORPUS_* of data/data.h)
     const char *needs_why;   // the refusal's reason, after "--NAME "
+    unsigned path;           // PATH_*: a file the run reads or writes (0: the value is not a path)
 } setting;
 
 extern const setting settings_schema[];

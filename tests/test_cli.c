@@ -2026,7 +2026,67 @@ static int test_results_schema_covers_outputs(void) {
     return fails;
 }
 
+// Every option whose value is a file declares how the run uses it (the
+// schema's .path), and the protections walk those rows: each input against
+// each output or appended file, named the same, is refused before anything
+// is written (exit 2, "the same file"; or the refusal of a combination the
+// schema forbids anyway), and the input is left as it was. The options come
+// from the table, so a new path option is covered without a list here; one
+// with a file metavar and no role fails.
+static int test_every_path_option_has_a_role(void) {
+    int fails = 0, pairs = 0;
+    for (int i = 0; i < settings_count; i++) {
+        const setting *s = &settings_schema[i];
+        if (s->name && s->metavar && (!strcmp(s->metavar, "FILE") || !strcmp(s->metavar, "SPEC")))
+            EXPECT(s->path, "--%s takes a file but declares no path role (.path in run/settings.c)", s->name);
+    }
+    int s0 = run_train(SMALL " --steps 2 --save {T}/base.ck");
+    EXPECT_EXIT(s0, 0, "the base checkpoint: %s", err_buf);
+    static unsigned char before[1 << 20], after[1 << 20];
+    for (int i = 0; i < settings_count; i++) {
+        const setting *in = &settings_schema[i];
+        if (in->path != PATH_INPUT) continue;
+        unsigned with = !strcmp(in->name, "load") ? WITH_LOAD : !strcmp(in->name, "resume") ? WITH_RESUME
+                        : !strcmp(in->name, "init") ? WITH_INIT : 0;
+        for (int j = 0; j < settings_count; j++) {
+            const setting *out = &settings_schema[j];
+            if (out->path != PATH_OUTPUT && out->path != PATH_APPEND) continue;
+            if (!strcmp(in->name, "resume") && !strcmp(out->name, "save")) continue;  // continues the run in place
+            char cp[512], args[512];
+            snprintf(cp, sizeof cp, "cp %s %s", tmp_path("base.ck"), tmp_path("same.ck"));
+            EXPECT(system(cp) == 0, "%s", cp);
+            FILE *f = fopen(tmp_path("same.ck"), "rb");
+            size_t nb = f ? fread(before, 1, sizeof before, f) : 0;
+            if (f) fclose(f);
+            snprintf(args, sizeof args, "--quiet --threads 1 %s --%s {T}/same.ck --%s {T}/same.ck",
+                     with == WITH_LOAD ? "" : with == WITH_RESUME ? "--steps 4" : "--steps 2", in->name, out->name);
+            int s = run_train(args);
+            int forbidden = (out->refused & with) != 0;
+            EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && (forbidden || strstr(err_buf, "are the same file")),
+                   "--%s and --%s naming one file: exit %d: %s", in->name, out->name, WEXITSTATUS(s), err_buf);
+            f = fopen(tmp_path("same.ck"), "rb");
+            size_t na = f ? fread(after, 1, sizeof after, f) : 0;
+            if (f) fclose(f);
+            EXPECT(na == nb && !memcmp(before, after, nb), "--%s and --%s naming one file: the input changed", in->name,
+                   out->name);
+            pairs++;
+        }
+    }
+    EXPECT(pairs >= 15, "only %d pairs of path options", pairs);
+    // an input named exactly like a stale temporary of an output is the run's, never tidied away
+    char cp[512];
+    snprintf(cp, sizeof cp, "printf 'the quick brown fox jumps over the lazy dog. %%.0s' $(seq 400) > %s",
+             tmp_path("r.ck.pelab-tmp.99999.AbCdEf"));
+    EXPECT(system(cp) == 0, "%s", cp);
+    int s = run_train(SMALL " --steps 2 --data {T}/r.ck.pelab-tmp.99999.AbCdEf --save {T}/r.ck");
+    EXPECT_EXIT(s, 0, "a corpus named like a temporary: %s", err_buf);
+    EXPECT(access(tmp_path("r.ck.pelab-tmp.99999.AbCdEf"), F_OK) == 0, "the run removed its own --data, named like a "
+           "stale temporary of its --save");
+    return fails;
+}
+
 const test_case cli_tests[] = {
+    {"cli/every_path_option_has_a_role", test_every_path_option_has_a_role},
     {"cli/results_schema_in_docs", test_results_schema_in_docs},
     {"cli/results_schema_covers_outputs", test_results_schema_covers_outputs},
     {"cli/json_golden", test_json_golden},
