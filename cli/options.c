@@ -308,6 +308,8 @@ void options_parse(options *o, int argc, char **argv) {
             die_usage("unknown option '%s'%s", argv[optind - 1], hint);
         }
         const setting *s = &settings_schema[c - 256];
+        if (o->given[c - 256] && s->type != SET_FLAG && s->type != SET_ACTION)  // the last would win, silently
+            die_usage("--%s is given twice; give it once", s->name);
         o->given[c - 256] = 1;
         if (s->type == SET_ACTION) {
             if (strcmp(s->name, "help") == 0) options_usage(stdout);

@@ -374,9 +374,11 @@ void run_resolve(options *o, run_t *r) {
     if (!o->load && !data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
     if (strlen(o->data) >= CKPT_PATH_MAX && o->save) die_usage("--data: a path of %zu bytes is longer than any the system opens", strlen(o->data));
     check_sampling(o, r);
-    if (o->stop_at && o->stop_at < o->steps && (o->json || o->attn_png || o->sample || o->eval_ctx.n))
-        die_usage("--stop-at %ld ends the run before its evaluation, so --json, --attn-png, --sample and --eval-ctx would "
-                  "do nothing; give them when you --resume", o->stop_at);
+    if (o->stop_at && o->stop_at < o->steps)  // the options of what follows training would do nothing
+        for (int i = 0; i < settings_count; i++)
+            if ((settings_schema[i].flags & SET_AFTER_TRAINING) && o->given[i])
+                die_usage("--stop-at %ld ends the run before its evaluation, so --%s would do nothing; give it when you "
+                          "--resume", o->stop_at, settings_schema[i].name);
     if (!from && options_given(o, "warmup") && o->warmup > o->steps && o->steps > 0)
         die_usage("--warmup %ld is longer than --steps %ld; give a --warmup of at most %ld", o->warmup, o->steps, o->steps);
     if (!from && !options_given(o, "warmup") && o->warmup > o->steps / WARMUP_SHARE)  // the default fits a short run

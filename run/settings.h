@@ -113,6 +113,7 @@ enum {
     SET_KEY_OPTIONAL = 2,  // written only when not at its default; a file without the key gives the default
     SET_PER_PROCESS = 4,   // MPI: the option is per process, the checkpoint holds it times the processes
     SET_LOCAL = 8,         // may differ between the processes of an MPI run (it changes no result)
+    SET_AFTER_TRAINING = 16,  // acts after the last step (evaluation, outputs, sample): refused with an early --stop-at
 };
 
 typedef struct {

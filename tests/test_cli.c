@@ -19,6 +19,7 @@
 #include "test.h"
 
 static char tmpdir[64];
+static int child_keeps_repeats;  // run_train passes a repeated option as written
 static const char *child_env;        // "NAME=value" for the next run, or NULL
 static int child_signal_after_ms;    // > 0: send child_signal that long after starting
 static int child_signal = SIGINT;
@@ -75,6 +76,27 @@ static int run_train(const char *args) {
     argv[argc++] = "./train";
     for (char *tok = strtok(expanded, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
     argv[argc] = NULL;
+    // The tests write a base (SMALL) then what they vary: an option given
+    // again replaces the base's (./train itself refuses an option given
+    // twice; child_keeps_repeats passes them as written).
+    if (!child_keeps_repeats) {
+        int keep = 1;
+        for (int i = 1; i < argc; i++) {
+            const setting *st = strncmp(argv[i], "--", 2) ? NULL : settings_find(argv[i] + 2);
+            int valued = st && st->type != SET_FLAG && st->type != SET_ACTION;
+            int later = 0;
+            for (int j = i + 1 + valued; st && j < argc; j++)
+                if (!strcmp(argv[j], argv[i])) later = 1;
+            if (later) {
+                i += valued;
+                continue;
+            }
+            argv[keep++] = argv[i];
+            if (valued && i + 1 < argc) argv[keep++] = argv[++i];
+        }
+        argc = keep;
+        argv[argc] = NULL;
+    }
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -185,10 +207,10 @@ static int test_llmc_shard(void) {
                   "--quiet --threads 2 --sample 4 --prompt 464 --tokenizer {T}/tok.bin");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample: <464><3797><318><257><13>"),
            "--tokenizer: the sample should be the tokens' texts: exit %d, %s %s", WEXITSTATUS(s), out_buf, err_buf);
-    s = run_train("--data {T}/tokens.bin --quiet --steps 1 --tokenizer {T}/tok_cut.bin");
+    s = run_train("--data {T}/tokens.bin --quiet --steps 1 --sample 2 --prompt 464 --tokenizer {T}/tok_cut.bin");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "truncated"), "a truncated tokenizer: exit %d, %s",
            WEXITSTATUS(s), err_buf);
-    s = run_train("--data {T}/tokens.bin --quiet --steps 1 --tokenizer {T}/tok_magic.bin");
+    s = run_train("--data {T}/tokens.bin --quiet --steps 1 --sample 2 --prompt 464 --tokenizer {T}/tok_magic.bin");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "magic"), "a tokenizer with another magic: exit %d, %s",
            WEXITSTATUS(s), err_buf);
     s = run_train(SMALL " --steps 1 --tokenizer {T}/tok.bin");
@@ -2085,7 +2107,43 @@ static int test_every_path_option_has_a_role(void) {
     return fails;
 }
 
+// An option that would do nothing, or be overridden without a word, is
+// refused (exit 2) and named: a valued option given twice (the last used to
+// win: --save a.ck --save b.ck wrote only b.ck), --tokenizer without
+// --sample, --attn-stats without --json, and every option of what follows
+// training (the schema's SET_AFTER_TRAINING rows) with a --stop-at before
+// the end.
+static int test_ignored_options_refused(void) {
+    int fails = 0;
+    child_keeps_repeats = 1;
+    int s = run_train(SMALL " --steps 2 --save {T}/a.ck --save {T}/b.ck");
+    child_keeps_repeats = 0;
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--save is given twice") &&
+           access(tmp_path("a.ck"), F_OK) != 0 && access(tmp_path("b.ck"), F_OK) != 0,
+           "--save twice: exit %d: %s", WEXITSTATUS(s), err_buf);
+    s = run_train(SMALL " --steps 2 --tokenizer {T}/tok.bin");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--sample"), "--tokenizer without --sample: %s", err_buf);
+    s = run_train(SMALL " --steps 2 --attn-stats");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--json"), "--attn-stats without --json: %s", err_buf);
+    int n = 0;
+    for (int i = 0; i < settings_count; i++) {
+        const setting *st = &settings_schema[i];
+        if (!(st->flags & SET_AFTER_TRAINING)) continue;
+        char args[512], value[64];
+        snprintf(value, sizeof value, "%s", st->type == SET_FLAG ? "" : st->path ? "{T}/out.x"
+                                            : st->type == SET_LIST ? "16" : st->type == SET_REAL ? "0.5" : "8");
+        if (!strcmp(st->name, "test-len")) snprintf(value, sizeof value, "40:50");
+        snprintf(args, sizeof args, SMALL " --steps 4 --stop-at 2 --save {T}/early.ck --%s %s", st->name, value);
+        s = run_train(args);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2, "--stop-at with --%s: exit %d: %s", st->name, WEXITSTATUS(s), err_buf);
+        n++;
+    }
+    EXPECT(n >= 10, "only %d options act after training", n);
+    return fails;
+}
+
 const test_case cli_tests[] = {
+    {"cli/ignored_options_refused", test_ignored_options_refused},
     {"cli/every_path_option_has_a_role", test_every_path_option_has_a_role},
     {"cli/results_schema_in_docs", test_results_schema_in_docs},
     {"cli/results_schema_covers_outputs", test_results_schema_covers_outputs},

@@ -18,7 +18,8 @@ static char dir[] = "/tmp/pelab-mpi-XXXXXX";
 static char out[1 << 14];
 
 #define MPIRUN "mpirun -np %d --oversubscribe --bind-to none -x PELAB_TEST_KILL_RANK -x PELAB_TEST_KILL_AT -x PELAB_TEST_STEP_SLEEP_MS "
-#define SHAPE "--d-model 32 --layers 2 --heads 2 --ctx 32 --lr 1e-2 --threads 1 --quiet --eval-tokens 2048 "
+#define MODEL "--d-model 32 --layers 2 --heads 2 --ctx 32 --lr 1e-2 --quiet "  // the model alone: --stop-at refuses evaluation options
+#define SHAPE MODEL "--threads 1 --eval-tokens 2048 "
 
 static int have_mpi(void) {
     struct stat st;
@@ -89,14 +90,14 @@ static int test_two_processes_one_step(void) {
 static int test_resume_other_process_count(void) {
     int fails = 0;
     if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
-    int s = sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --stop-at 10 --batch 4 --save %s/half.ck", 2, dir);
+    int s = sh(MPIRUN "./train-mpi " MODEL "--threads 1 --steps 20 --stop-at 10 --batch 4 --save %s/half.ck", 2, dir);
     EXPECT(s == 0, "two processes, --stop-at 10: exit %d (%s)", s, out);
     s = sh("./train --resume %s/half.ck --save %s/half.ck --threads 1 --quiet --eval-tokens 2048 --json %s/resumed.json", dir, dir, dir);
     EXPECT(s == 0, "resumed in one process: exit %d (%s)", s, out);
     sh("./train " SHAPE "--steps 20 --batch 8 --json %s/one.json", dir);
     double a = json_num("resumed.json", "\"final_loss\": "), b = json_num("one.json", "\"final_loss\": ");
     EXPECT(close_enough(a, b), "2 processes then 1: final loss %.7f, 1 process throughout %.7f", a, b);
-    s = sh(MPIRUN "./train-mpi " SHAPE "--steps 20 --stop-at 10 --batch 3 --save %s/odd.ck", 2, dir);
+    s = sh(MPIRUN "./train-mpi " MODEL "--threads 1 --steps 20 --stop-at 10 --batch 3 --save %s/odd.ck", 2, dir);
     s = sh(MPIRUN "./train-mpi --resume %s/odd.ck --quiet --threads 1", 4, dir);
     EXPECT(s != 0 && strstr(out, "does not split over 4 processes"), "a batch of 6 over 4 processes: exit %d (%s)", s, out);
     return fails;
@@ -125,11 +126,12 @@ static int test_evaluations_split_over_processes(void) {
     if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
     int s = sh("./train " SHAPE "--steps 10 --save %s/ev.ck", dir);
     EXPECT(s == 0, "training: exit %d (%s)", s, out);
-#define EVALS "--load %s/ev.ck --eval-ctx 32,128 --eval-window 16 --attn-stats --probe-positions --threads 1 --eval-tokens 2048"
+#define EVALS "--load %s/ev.ck --eval-ctx 32,128 --eval-window 16 --attn-stats --probe-positions --threads 1 " \
+              "--eval-tokens 2048 --json %s/ev.json"
     static char one[sizeof out], two[sizeof out];
-    sh("./train " EVALS, dir);
+    sh("./train " EVALS, dir, dir);
     results_of(out, one);
-    s = sh(MPIRUN "./train-mpi " EVALS, 2, dir);
+    s = sh(MPIRUN "./train-mpi " EVALS, 2, dir, dir);
 #undef EVALS
     results_of(out, two);
     EXPECT(s == 0 && strstr(one, "window=16") && strstr(one, "probe ctx=128") && strcmp(one, two) == 0,
@@ -207,8 +209,8 @@ static int test_different_settings_refused(void) {
     s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --rope-base 500 : "
            "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4");
     EXPECT(s != 0 && s != 124 && strstr(out, "an encoding's option differs"), "different --rope-base per process: exit %d: %.400s", s, out);
-    s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --threads 1 : "
-           "-np 1 ./train-mpi " SHAPE "--steps 5 --batch 4 --threads 2");
+    s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " MODEL "--eval-tokens 2048 --steps 5 "
+           "--batch 4 --threads 1 : -np 1 ./train-mpi " MODEL "--eval-tokens 2048 --steps 5 --batch 4 --threads 2");
     EXPECT(s == 0, "different --threads per process: exit %d: %.400s", s, out);
     return fails;
 }

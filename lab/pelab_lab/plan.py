@@ -585,6 +585,11 @@ def plan(config, list_pe_text):
             r.options = r.options + (gemm_options(spec) if "gemm" in spec else engine)   # an experiment's own engine
             r.uses_text = r.uses_text or "{text}" in r.options   # args may name the corpus as {text}
             r.text = str(spec["text"]) if spec.get("text") and r.uses_text else None
+            given = [o for o in r.options if isinstance(o, str) and o.startswith("--")]
+            twice = sorted({o for o in given if given.count(o) > 1})
+            if twice:   # ./train refuses an option given twice (the last used to win silently)
+                raise ConfigError(f"experiment {name}: run {r.key} sets {', '.join(twice)} twice (the experiment "
+                                  "sets it, and its args again); leave it out of args")
         keys = [r.key for r in runs]
         if len(set(keys)) != len(keys):
             raise ConfigError(f"experiment {name}: two runs share a name; make its arms distinct")

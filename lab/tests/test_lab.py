@@ -848,6 +848,13 @@ class Kinds(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "table is not a function"):
             kinds.Kind("new", plan.plan_order, None, ("",), "A new kind")
 
+    def test_args_that_repeat_an_option_the_experiment_sets_are_refused(self):
+        cfg = {"experiments": {"x": {"kind": "encodings", "seeds": [1], "steps": 10, "pes": ["rope"],
+                                     "args": "--pe none"}}}
+        lp = "rope   relative  q and k rotated\nnone   none      no position information\n"
+        with self.assertRaisesRegex(plan.ConfigError, "sets --pe twice"):
+            plan.plan(cfg, lp)
+
     def test_an_unknown_kind_is_refused_by_the_plan(self):
         cfg = {"experiments": {"x": {"kind": "nope", "seeds": [1]}}}
         with self.assertRaisesRegex(plan.ConfigError, "kind must be one of"):
