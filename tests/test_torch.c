@@ -402,7 +402,7 @@ static int test_safetensors(void) {
     rc = run_capture(cmd, out, sizeof out);
     EXPECT(rc == 0, "reading the damaged files: exit %d: %.500s", rc, out);
     for (int k = 0; k < nbad && rc == 0; k++) {
-        char tag[16], line[512] = "";
+        char tag[24], line[512] = "";
         snprintf(tag, sizeof tag, "bad%d: ", k);
         const char *at = strstr(out, tag);
         if (at) snprintf(line, sizeof line, "%.*s", (int)strcspn(at, "\n"), at);
