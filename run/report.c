@@ -7,31 +7,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#if __has_include("../build/commit.h")
-#include "../build/commit.h"  // PELAB_COMMIT (the Makefile writes it)
-#endif
-#ifndef PELAB_COMMIT
-#define PELAB_COMMIT ""
-#endif
 #include "../core/dist.h"
 #include "../core/files.h"
 #include "../core/json.h"
 #include "../core/startup.h"
 #include "../model/gemm.h"
 #include "results.h"
-
-// The start of this invocation (UTC, ISO 8601) into when (32 bytes), and
-// the commit as a JSON value (a string, or null outside git): what --log's
-// first line and --json's "pelab" both say.
-static void start_time_text(char *when) {
-    time_t t = run_start_time();
-    strftime(when, 32, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-}
-
-static void json_commit(FILE *f) {
-    if (PELAB_COMMIT[0]) json_string(f, PELAB_COMMIT);
-    else fprintf(f, "null");
-}
 
 // --log: one JSON object per line, appended and flushed as training goes,
 // so that a run's curve survives whatever ends it; a resumed run appends.
@@ -40,10 +21,10 @@ void report_log_open(const options *o, run_t *r) {
     r->log = fopen(o->log, "a");
     if (!r->log) die_runtime("--log %s: cannot open for appending (%s)", o->log, strerror(errno));
     char when[32];
-    start_time_text(when);
+    results_start_time(when);
     fprintf(r->log, "{\"start\": \"%s\", \"step\": %ld, \"steps\": %ld, \"pelab\": \"%s\", \"commit\": ", when,
             r->start_step, o->steps, PELAB_VERSION);
-    json_commit(r->log);
+    results_commit(r->log);
     fprintf(r->log, ", \"resumed\": %s}\n", o->resume ? "true" : "false");
     fflush(r->log);
 }

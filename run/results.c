@@ -154,16 +154,19 @@ static void w_task_error(FILE *f, ctx_t c) { json_string(f, tk(c)->err); }
 // ---- interrupted, pelab
 static void w_signal(FILE *f, ctx_t c) { fprintf(f, "\"%s\"", signal_name(c->tr->stopped_by)); }
 static void w_version(FILE *f, ctx_t c) { (void)c, fprintf(f, "\"%s\"", PELAB_VERSION); }
-static void w_commit(FILE *f, ctx_t c) {
-    (void)c;
+void results_commit(FILE *f) {
     if (PELAB_COMMIT[0]) json_string(f, PELAB_COMMIT);
     else fprintf(f, "null");
 }
+void results_start_time(char *when) {
+    time_t t = run_start_time();
+    strftime(when, 32, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+}
+static void w_commit(FILE *f, ctx_t c) { (void)c, results_commit(f); }
 static void w_started(FILE *f, ctx_t c) {
     (void)c;
     char when[32];
-    time_t t = run_start_time();
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    results_start_time(when);
     fprintf(f, "\"%s\"", when);
 }
 static void w_cpu(FILE *f, ctx_t c) {

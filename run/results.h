@@ -36,6 +36,11 @@ typedef struct {
 extern const result_field results_schema[];
 extern const int results_count;
 
+// The commit ./train was built from as a JSON value (a string; null outside
+// git), and when this invocation started (UTC, ISO 8601, into 32 bytes):
+// what --json's "pelab" and --log's first line both say.
+void results_commit(FILE *f);
+void results_start_time(char *when);
 // The results object (the whole of --json) into f.
 void results_write(FILE *f, const results_ctx *c);
 // The schema as JSON: {"fields": [{"path", "type", "unit", "doc"}, …], "attn_distances": [16, …]}.
