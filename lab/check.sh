@@ -106,6 +106,13 @@ for how in ctrl-c sigterm; do
     [ "$(pgrep -f -- "--json runs/slow/" | wc -l)" -ge 2 ] && break; sleep 0.1
   done
   sleep 2
+  if [ "$how" = ctrl-c ]; then  # a second invocation on a busy folder is refused by the lock and writes nothing
+    sed 's/steps: 1500/steps: 1400/' "$scratch/slow.yaml" > "$scratch/slow2.yaml"
+    plan_before=$(cat "$scratch/i-$how/plan/slow.json" 2>/dev/null)
+    lab/run --config-file "$scratch/slow2.yaml" "$scratch/i-$how" -j 1 results/slow.md > "$scratch/locked.log" 2>&1
+    check "a second invocation on a folder in use is refused" grep -q "is in use by another lab/run" "$scratch/locked.log"
+    check "... and leaves the running one's plan alone" test "$(cat "$scratch/i-$how/plan/slow.json" 2>/dev/null)" = "$plan_before"
+  fi
   if [ "$how" = ctrl-c ]; then kill -INT -- "-$pid"; else kill -TERM "$pid"; fi
   rc=0; wait "$pid" || rc=$?
   check "$how: the workflow stops with an error code ($rc)" test "$rc" -ne 0
@@ -135,7 +142,12 @@ refuse "unknown encoding" 'experiments: {encodings: {encodings: [rope, ropee]}}'
 refuse "a mode the trainer refuses" 'experiments: {order_composites: {modes: [bidir]}}' "causal only"
 refuse "threads 0" 'threads: 0' "threads must be"
 refuse "an option the workflow sets" 'experiments: {encodings: {args: --seed 3}}' "may not set --seed"
-check "lab/run refuses results/ as its run folder" bash -c '! lab/run results -n > /dev/null 2>&1'
+ln -s "$repo/results" "$scratch/res-link"
+for f in results results/. results/sub "$scratch/res-link" "$scratch/res-link/sub" .; do
+  check "lab/run refuses ${f/#$scratch/SCRATCH} as its run folder (results/ or the repository, however named)" \
+    bash -c '! lab/run "$1" -n > "$2" 2>&1 && grep -q "is (or is inside) results/" "$2"' _ "$f" "$scratch/res.log"
+done
+check "a refused run folder is not made (results/sub)" test ! -e results/sub
 check "lab/run refuses -j 0" bash -c "! lab/run '$scratch/j0' -j 0 -n > /dev/null 2>&1"
 echo "== a run folder whose path has a space and a quote"
 lab/run --quick --text "$text" "$scratch/a b'c" -j 2 results/order_composites.md > "$scratch/space.log" 2>&1
