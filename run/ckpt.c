@@ -213,7 +213,7 @@ static int decode_settings_lines(char *text, size_t n, options *o, run_state *st
             snprintf(err, errlen, "%s settings key '%.40s'", k == settings_count ? "unknown" : "repeated", key);
             return 0;
         }
-        seen[k] = 1;
+        seen[k] = o->given[k] = 1;  // given: the file holds it (settings_adopt reads it of SET_KEY_ADDED rows)
         const setting *s = &settings_schema[k];
         char plain[CKPT_PATH_MAX + 1];
         if (s->type == SET_TEXT && !unescape(val, plain, sizeof plain)) {
@@ -223,7 +223,7 @@ static int decode_settings_lines(char *text, size_t n, options *o, run_state *st
         if (!setting_parse(s, s->type == SET_TEXT ? plain : val, o, st, err, errlen)) return 0;
     }
     for (int k = 0; k < settings_count; k++)
-        if (settings_schema[k].key && !(settings_schema[k].flags & SET_KEY_OPTIONAL) && !seen[k]) {
+        if (settings_schema[k].key && !(settings_schema[k].flags & (SET_KEY_OPTIONAL | SET_KEY_ADDED)) && !seen[k]) {
             snprintf(err, errlen, "its settings lack '%s'", settings_schema[k].key);
             return 0;
         }

@@ -91,8 +91,9 @@ const setting settings_schema[] = {
      .help = "llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin): --sample on a token shard prints text, not token ids",
      .needs = "sample", .needs_corpus = CORPUS_GPT2,
      .needs_why = "decodes --sample's tokens: it needs --sample and --data with an llm.c token shard", .path = PATH_INPUT, .flags = SET_AFTER_TRAINING},
-    {.name = "task-len", .type = SET_TEXT, O(task_len), .def = "1:16", .section = SEC_DATA, .metavar = "A:B",
-     .help = "task:NAME: training instances have sizes A..B (docs/data.md)", .refused = WITH_LOAD,
+    {.name = "task-len", .key = "task_len", .type = SET_TEXT, O(task_len), .hi = 63, .def = "1:16", .section = SEC_DATA,
+     .metavar = "A:B", .help = "task:NAME: training instances have sizes A..B (docs/data.md)", .refused = WITH_LOAD,
+     .from_file = WITH_RESUME, .flags = SET_KEY_OPTIONAL,
      .needs_corpus = CORPUS_TASKS, .needs_why = "needs --data task:NAME (a built-in task)"},
     {.name = "test-len", .type = SET_TEXT, O(test_len), .def_help = "2x and 4x the longest training size",
      .section = SEC_DATA, .metavar = "A:B,...", .help = "task:NAME: test sizes, each range scored on its own",
@@ -100,12 +101,12 @@ const setting settings_schema[] = {
     {.name = "task-eval", .type = SET_INT, O(task_eval), .lo = 1, .hi = 1 << 20, .def = "500", .section = SEC_DATA,
      .metavar = "N", .help = "task:NAME: instances scored per size range", .needs_corpus = CORPUS_TASKS,
      .needs_why = "needs --data task:NAME (a built-in task)", .flags = SET_AFTER_TRAINING},
-    {.name = "until-solved", .type = SET_REAL, O(until_solved), .lo = 0, .hi = 1,
+    {.name = "until-solved", .key = "until_solved", .type = SET_REAL, O(until_solved), .lo = 0, .hi = 1,
      .def_help = "0.99 on cats, 0 (off) otherwise", .section = SEC_TRAIN, .metavar = "ACC",
      .help = "cats: stop at the first --eval-every point where order_acc reaches ACC; task:NAME: where the accuracy "
              "at the training sizes (task_acc) does (the solve step; --json records it, or that the run reached --steps "
              "unsolved); 0: train every step",
-     .refused = WITH_LOAD},
+     .refused = WITH_LOAD, .from_file = WITH_RESUME, .flags = SET_KEY_ADDED},
     {.name = "threads", .type = SET_INT, O(threads), .lo = 1, .hi = 1024, .def_help = "all cores", .section = SEC_TRAIN,
      .metavar = "N", .help = "OpenMP threads (OpenBLAS is held to one: docs/performance.md)",
      .flags = SET_LOCAL},
@@ -113,7 +114,8 @@ const setting settings_schema[] = {
      .metavar = "E",
      .help = "matrix engine: openblas, onednn (when built with Debian's libdnnl-dev), or auto (oneDNN on a CPU with "
              "AVX-512, else OpenBLAS); the engines' last bits differ; --json records the one used (docs/performance.md)"},
-    {.name = "precision", .type = SET_CHOICE, O(precision), .def = "fp32", .choices = precisions, .section = SEC_TRAIN,
+    {.name = "precision", .key = "precision", .type = SET_CHOICE, O(precision), .def = "fp32", .choices = precisions,
+     .section = SEC_TRAIN, .from_file = WITH_RESUME, .flags = SET_KEY_OPTIONAL,
      .metavar = "P",
      .help = "fp32, or bf16: mixed precision, the matrix products' inputs rounded to bfloat16 with fp32 accumulation "
              "(needs --gemm onednn); weights, gradients and optimiser state stay fp32 (docs/performance.md)"},
@@ -126,10 +128,10 @@ const setting settings_schema[] = {
     {.name = "stop-at", .type = SET_INT, O(stop_at), .lo = 1, .hi = 1L << 40, .section = SEC_TRAIN, .metavar = "N",
      .help = "stop after step N (the schedule still spans --steps); resume later", .refused = WITH_LOAD,
      .needs = "save", .needs_why = "needs --save FILE, or the run would be lost"},
-    {.name = "eval-every", .type = SET_INT, O(eval_every), .lo = 0, .hi = 1L << 40, .def = "0",
+    {.name = "eval-every", .key = "eval_every", .type = SET_INT, O(eval_every), .lo = 0, .hi = 1L << 40, .def = "0",
      .def_help = "0 (off); 100 on cats", .section = SEC_TRAIN, .metavar = "N",
      .help = "every N steps, validation loss (and order_acc on cats) into the progress line and --json's curve (0: off)",
-     .refused = WITH_LOAD},
+     .refused = WITH_LOAD, .from_file = WITH_RESUME, .flags = SET_KEY_ADDED},
     {.name = "eval-ctx", .type = SET_LIST, O(eval_ctx), .lo = 1, .hi = 1 << 20, .def_help = "the training ctx",
      .section = SEC_OUT, .metavar = "L,L,...", .help = "evaluation lengths", .flags = SET_AFTER_TRAINING},
     {.name = "eval-window", .type = SET_INT, O(eval_window), .lo = 0, .hi = 1 << 20, .def = "0", .def_help = "0 (off)",
@@ -403,6 +405,10 @@ int settings_adopt(options *o, const options *file, unsigned mode, int processes
     for (int i = 0; i < settings_count; i++) {
         const setting *s = &settings_schema[i];
         if (!s->key || (s->flags & SET_STATE) || !(s->from_file & mode) || o->given[i]) continue;
+        if (s->flags & SET_KEY_ADDED) {
+            if (!file->given[i]) continue;  // the file predates the key: the run resolves it as it did then
+            o->given[i] = 1;                // the file's value is the run's own: no default replaces it
+        }
         const void *from = cfield_of(s, file);
         void *to = (char *)o + s->field;
         switch (s->type) {

@@ -114,6 +114,10 @@ enum {
     SET_PER_PROCESS = 4,   // MPI: the option is per process, the checkpoint holds it times the processes
     SET_LOCAL = 8,         // may differ between the processes of an MPI run (it changes no result)
     SET_AFTER_TRAINING = 16,  // acts after the last step (evaluation, outputs, sample): refused with an early --stop-at
+    // A key checkpoints gained later: always written; a file without it
+    // predates it, and the run resolves the setting as it did then. A value
+    // a file holds is the run's own, as if given (no default replaces it).
+    SET_KEY_ADDED = 32,
 };
 
 typedef struct {

@@ -718,9 +718,9 @@ static void json_curve(const char *path, char *out, size_t cap) {
 static int test_resumed_run_continues_its_record(void) {
     int fails = 0;
     remove(tmp_path("rec.log"));
-    int s = run_train(SMALL " --steps 24 --eval-every 4 --json {T}/whole.json");
+    int s = run_train(SMALL " --steps 24 --eval-every 4 --until-solved 0 --json {T}/whole.json");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "uninterrupted run: %s", err_buf);
-    s = run_train(SMALL " --steps 24 --eval-every 4 --stop-at 10 --save {T}/rec.ck --log {T}/rec.log");
+    s = run_train(SMALL " --steps 24 --eval-every 4 --until-solved 0 --stop-at 10 --save {T}/rec.ck --log {T}/rec.log");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "first part: %s", err_buf);
     static char log[1 << 14];
     slurp(tmp_path("rec.log"), log, sizeof log);
@@ -730,7 +730,8 @@ static int test_resumed_run_continues_its_record(void) {
            "--log of the first part: %s", log);
     const char *e1 = last ? strstr(last, "\"elapsed\": ") : NULL;
     double t1 = e1 ? atof(e1 + 11) : -1;
-    s = run_train("--quiet --threads 2 --eval-every 4 --resume {T}/rec.ck --save {T}/rec.ck --json {T}/rest.json "
+    // (without --eval-every: the checkpoint keeps it, as it keeps --until-solved)
+    s = run_train("--quiet --threads 2 --resume {T}/rec.ck --save {T}/rec.ck --json {T}/rest.json "
                   "--log {T}/rec.log");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "resumed part: %s", err_buf);
     static char whole[1 << 14], rest[1 << 14];
@@ -739,6 +740,8 @@ static int test_resumed_run_continues_its_record(void) {
     EXPECT(strstr(whole, "\"step\": 24") && !strcmp(whole, rest), "curves: uninterrupted %s, resumed %s", whole, rest);
     static char j[1 << 14];
     slurp(tmp_path("rest.json"), j, sizeof j);
+    EXPECT(strstr(j, "\"until_solved\": 0,") && strstr(j, "\"eval_every\": 4,"),
+           "the resumed cats run should keep --until-solved 0 and --eval-every 4 (not cats' 0.99 and 100): %.2000s", j);
     const char *p2 = strstr(j, "\"seconds\": ");
     double t2 = p2 ? atof(p2 + 11) : -1;
     slurp(tmp_path("rec.log"), log, sizeof log);
@@ -1042,11 +1045,17 @@ static int test_rand_pos(void) {
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(err_buf, "ctx=128") && strstr(err_buf, "larger --rand-pos") &&
                !strstr(err_buf, "training ctx") && !strstr(err_buf, "relative or sinusoidal"),
            "evaluating past --rand-pos 64 should be refused naming --rand-pos, not the ctx: %s", err_buf);
-    // a task run resumed with other sizes is told the sizes it was trained with
+    // a task run resumes with the sizes it was trained with (the checkpoint
+    // keeps --task-len), and one resumed with other sizes is told them
     s = run_train(SMALL " --data task:copy --task-len 2:6 --steps 4 --stop-at 2 --save {T}/tk.ck");
-    s = run_train("--quiet --threads 2 --resume {T}/tk.ck");
+    s = run_train("--quiet --threads 2 --resume {T}/tk.ck --task-len 1:16 --save {T}/tk.ck");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "trained with --task-len 2:6"),
-           "resuming a task run without its sizes: exit %d: %s", WEXITSTATUS(s), err_buf);
+           "resuming a task run with other sizes: exit %d: %s", WEXITSTATUS(s), err_buf);
+    s = run_train("--quiet --threads 2 --resume {T}/tk.ck --save {T}/tk.ck --json {T}/tk.json");
+    static char tk[1 << 14];
+    slurp(tmp_path("tk.json"), tk, sizeof tk);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(tk, "\"task_len\": \"2:6\""),
+           "resuming a task run without --task-len keeps its sizes: exit %d: %s / %.300s", WEXITSTATUS(s), err_buf, tk);
     static const bad_case refused[] = {
         {"--rand-pos 8", 2, "--rand-pos 8"},
         {"--pe cope --rand-pos 64", 2, "not supported by --pe cope"},
