@@ -125,7 +125,8 @@ static void print_environment(FILE *f) {
          "a parallel region estimated to take one core less than NS nanoseconds runs on one thread; 0: every "
          "region on --threads (the bits are the same either way)",
          par_min},
-        {"PELAB_FONT=FILE", "the TrueType font of the pictures' text",
+        {"PELAB_FONT=FILE", "the TrueType font of the pictures' text (a regular file; one that cannot be drawn with, "
+                            "tried first in a child process, gives a warning and the pixel font)",
          "[DejaVu Sans where installed, else a built-in pixel font]"},
         {"OPENBLAS_CORETYPE=KIND",
          "OpenBLAS's kernel, as OpenBLAS reads it; unset, where OpenBLAS would fall back to Prescott train starts "

@@ -166,16 +166,40 @@ static double read_number(const char *dir, const char *name) {
     return v;
 }
 
+// The value of a "key value" line of memory.stat in dir, or 0.
+static double stat_value(const char *dir, const char *key) {
+    char path[4096], name[64];
+    snprintf(path, sizeof path, "%s/memory.stat", dir);
+    FILE *f = fopen(path, "r");
+    double v = 0, x;
+    if (f) {
+        while (fscanf(f, "%63s %lf", name, &x) == 2)
+            if (strcmp(name, key) == 0) {
+                v = x;
+                break;
+            }
+        fclose(f);
+    }
+    return v > 0 ? v : 0;
+}
+
 // Room under a cgroup memory limit in dir: v2's memory.max − memory.current,
 // or v1's memory.limit_in_bytes − memory.usage_in_bytes; -1 without a limit.
+// The usage counts the page cache, of which the inactive part (memory.stat's
+// inactive_file, v1's total_inactive_file) is given back on demand: a run
+// that fits is not refused because a large file was read just before.
 static double room_in(const char *dir) {
     double limit = read_number(dir, "memory.max"), used = read_number(dir, "memory.current");
+    const char *cache = "inactive_file";
     if (limit < 0) {
         limit = read_number(dir, "memory.limit_in_bytes");
         used = read_number(dir, "memory.usage_in_bytes");
+        cache = "total_inactive_file";
         if (limit >= 1e18) limit = -1;  // v1 says "no limit" with a huge number
     }
-    return limit < 0 ? -1 : limit - (used > 0 ? used : 0);
+    if (limit < 0) return -1;
+    used -= stat_value(dir, cache);
+    return limit - (used > 0 ? used : 0);
 }
 
 // The least room under the limits of dir and of every group above it, up

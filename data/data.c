@@ -277,14 +277,25 @@ int data_load_tokenizer(data_t *d, const char *path, char *err, size_t errlen) {
     size_t size = (size_t)st.st_size;
     FILE *f = fopen(path, "rb");
     if (!f) return refuse(EXIT_RUNTIME, err, errlen, "cannot open --tokenizer '%s': %s", path, strerror(errno));
-    unsigned char *buf = xmalloc(size ? size : 1);
-    size_t got = fread(buf, 1, size, f);
-    fclose(f);
-    const char *bad = got != size ? "could not be read whole" : size < SHARD_HEADER_BYTES ? "is shorter than its header"
-                      : tok_le32(buf) != TOKENIZER_MAGIC ? "does not start with llm.c's tokenizer magic (20240328)"
-                      : tok_le32(buf + 4) != 1 && tok_le32(buf + 4) != 2 ? "has a version other than 1 or 2"
-                      : tok_le32(buf + 8) != SHARD_VOCAB ? "is not for GPT-2's vocabulary of 50257 tokens"
+    // The header is checked before the file is read whole, and the file's
+    // size against the largest a GPT-2 tokenizer can be (each token at most
+    // 255 bytes after its length byte): a large file of anything else is
+    // refused without reading it.
+    unsigned char head[12];
+    size_t got = fread(head, 1, sizeof head, f);
+    const char *bad = size < SHARD_HEADER_BYTES || got != sizeof head ? "is shorter than its header"
+                      : tok_le32(head) != TOKENIZER_MAGIC ? "does not start with llm.c's tokenizer magic (20240328)"
+                      : tok_le32(head + 4) != 1 && tok_le32(head + 4) != 2 ? "has a version other than 1 or 2"
+                      : tok_le32(head + 8) != SHARD_VOCAB ? "is not for GPT-2's vocabulary of 50257 tokens"
+                      : size > SHARD_HEADER_BYTES + (size_t)SHARD_VOCAB * 256 ? "is larger than a GPT-2 tokenizer can be"
                       : NULL;
+    unsigned char *buf = NULL;
+    if (!bad) {
+        buf = xmalloc(size);
+        memcpy(buf, head, sizeof head);
+        if (fread(buf + sizeof head, 1, size - sizeof head, f) != size - sizeof head) bad = "could not be read whole";
+    }
+    fclose(f);
     uint32_t *at = NULL;
     size_t pos = SHARD_HEADER_BYTES, out = 0;
     if (!bad) {  // the entries, packed into buf's front (each is no longer than its length byte)

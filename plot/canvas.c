@@ -8,9 +8,16 @@
 #pragma GCC diagnostic pop
 #include <stb_image_write.h>
 #include <stb_truetype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../core/common.h"
 #include "../core/files.h"
@@ -58,24 +65,93 @@ static struct {
     stbtt_fontinfo info;
 } font;
 
-// Loads PELAB_FONT or DejaVu Sans once; 0 when neither is there (the
-// built-in pixel font is used then).
+#define FONT_MAX_BYTES (64L << 20)
+#define GLYPH_MAX_PIXELS (1L << 20)  // a glyph's bitmap box at most; a font that asks for more is not drawn
+#define FONT_PROBE_SECONDS 20
+#define FONT_PROBE_SCALES 4          // the text scales the pictures use are 1 and 2; a margin
+
+// The font file's bytes, when it is a regular file of a sane size: a FIFO
+// or a device would block or never end, so it is opened non-blocking and
+// checked before any read. NULL and a reason otherwise.
+static unsigned char *read_font_file(const char *path, long *size, const char **why) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return *why = strerror(errno), NULL;
+    struct stat sb;
+    unsigned char *data = NULL;
+    if (fstat(fd, &sb) != 0) *why = strerror(errno);
+    else if (!S_ISREG(sb.st_mode)) *why = "not a regular file";
+    else if (sb.st_size <= 0 || sb.st_size > FONT_MAX_BYTES) *why = "empty, or larger than 64 MiB";
+    else {
+        data = xmalloc((size_t)sb.st_size);
+        size_t got = 0;
+        for (ssize_t k; got < (size_t)sb.st_size; got += (size_t)k)
+            if ((k = read(fd, data + got, (size_t)sb.st_size - got)) <= 0) break;
+        if (got != (size_t)sb.st_size) *why = "cannot be read whole", free(data), data = NULL;
+        *size = (long)sb.st_size;
+    }
+    close(fd);
+    return data;
+}
+
+// Every call the text makes of the font (metrics, bitmap boxes, bitmaps,
+// kerning), for every ASCII glyph at every text scale.
+static void font_exercise(void);
+
+// stb_truetype trusts its input: a damaged or hostile font file can make it
+// read out of bounds or loop. So the font is first exercised in a child
+// process (with a time limit); only a font that came through whole is used,
+// and since the drawing makes the same calls on the same bytes, the run's
+// own process never meets a font that crashed. A sanitizer build's child
+// stops at its first out-of-bounds read, so there even a quiet one counts.
+static int font_open(long size) {
+    if (size < 12) return 0;  // shorter than an sfnt header
+    int at = stbtt_GetFontOffsetForIndex(font.data, 0);
+    return at >= 0 && at <= size - 12 && stbtt_InitFont(&font.info, font.data, at);
+}
+
+static int font_survives(long size) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        sigset_t all;
+        sigemptyset(&all);
+        sigaddset(&all, SIGALRM);
+        pthread_sigmask(SIG_UNBLOCK, &all, NULL);
+        signal(SIGALRM, SIG_DFL);
+        alarm(FONT_PROBE_SECONDS);
+        if (!font_open(size)) _exit(1);
+        font_exercise();
+        _exit(0);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Loads PELAB_FONT or DejaVu Sans once; 0 when neither is there or usable
+// (the built-in pixel font is used then; a PELAB_FONT that cannot be used
+// says why, once).
 static int font_ready(void) {
     if (font.tried) return font.ok;
     font.tried = 1;
-    const char *path = getenv("PELAB_FONT");
-    if (!path || !*path) path = DEFAULT_FONT;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (n > 0 && n < (64L << 20)) {
-        font.data = xmalloc((size_t)n);
-        if (fread(font.data, 1, (size_t)n, f) == (size_t)n)
-            font.ok = stbtt_InitFont(&font.info, font.data, stbtt_GetFontOffsetForIndex(font.data, 0)) != 0;
+    const char *path = getenv("PELAB_FONT"), *why = NULL;
+    int asked = path && *path;
+    if (!asked) path = DEFAULT_FONT;
+    long size = 0;
+    font.data = read_font_file(path, &size, &why);
+    if (font.data) {
+        if (!font_survives(size)) why = "not a TrueType font pelab can draw with (reading its glyphs failed)";
+        else font.ok = font_open(size);  // what the child did, so it does not fail
     }
-    fclose(f);
+    if (!font.ok) {
+        free(font.data);
+        font.data = NULL;
+        if (asked || strcmp(why, strerror(ENOENT)) != 0)  // no DejaVu installed: the documented fallback, quietly
+            warn_msg("font '%s': %s; the pictures' text uses the built-in pixel font", path, why);
+    }
     return font.ok;
 }
 
@@ -116,7 +192,7 @@ static int ttf_text(canvas *c, int x, int y, const char *s, int scale, rgb col, 
             int x0, y0, x1, y1;
             stbtt_GetCodepointBitmapBox(&font.info, cp, sc, sc, &x0, &y0, &x1, &y1);
             int w = x1 - x0, h = y1 - y0;
-            if (w > 0 && h > 0) {
+            if (w > 0 && h > 0 && (long)w * h <= GLYPH_MAX_PIXELS) {
                 unsigned char *bm = xmalloc((size_t)w * h);
                 stbtt_MakeCodepointBitmap(&font.info, bm, w, h, w, sc, sc, cp);
                 for (int j = 0; j < h; j++)
@@ -132,6 +208,21 @@ static int ttf_text(canvas *c, int x, int y, const char *s, int scale, rgb col, 
         if (p[1]) pen += stbtt_GetCodepointKernAdvance(&font.info, cp, p[1] < 0x80 ? p[1] : '?') * sc;
     }
     return (int)(pen + 0.5f);
+}
+
+static void font_exercise(void) {
+    static char ascii[96];
+    for (int i = 0; i < 95; i++) ascii[i] = (char)(32 + i);
+    for (int scale = 1; scale <= FONT_PROBE_SCALES; scale++) {
+        canvas c = {.w = 0, .h = 0, .px = NULL};  // blend() clips every pixel: nothing is drawn, every call is made
+        for (int i = 0; i < 95; i++) {
+            char pair[3] = {ascii[i], 0, 0};
+            for (int j = 0; j < 95; j++) {  // each glyph followed by each (kerning)
+                pair[1] = ascii[j];
+                ttf_text(&c, 0, 0, pair, scale, (rgb){0, 0, 0}, 0, j == 0);
+            }
+        }
+    }
 }
 
 // stb_easy_font emits axis-aligned quads (4 vertices of 16 bytes: x, y, z

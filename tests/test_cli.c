@@ -216,6 +216,14 @@ static int test_llmc_shard(void) {
     s = run_train(SMALL " --steps 1 --tokenizer {T}/tok.bin");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "token shard"), "--tokenizer on cats: exit %d, %s",
            WEXITSTATUS(s), err_buf);
+    // a 1 GB (sparse) file with the tokenizer's header is refused by its size,
+    // not read whole first (which took 1 GB of memory before its checks)
+    write_tokenizer(tmp_path("tok_big.bin"), 0, 0);
+    EXPECT(truncate(tmp_path("tok_big.bin"), 1L << 30) == 0, "cannot make a sparse 1 GB file");
+    s = run_train("--data {T}/tokens.bin --quiet --steps 1 --sample 2 --prompt 464 --tokenizer {T}/tok_big.bin");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "larger than a GPT-2 tokenizer can be"),
+           "a 1 GB tokenizer file: exit %d, %s", WEXITSTATUS(s), err_buf);
+    remove(tmp_path("tok_big.bin"));
     return fails;
 }
 
@@ -864,6 +872,65 @@ static int test_progress_warns_when_slow(void) {
     static char text[1 << 14];
     slurp(out, text, sizeof text);
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(text, "[slow: "), "no warning after a 4 s stall: %s", text);
+    return fails;
+}
+
+// PELAB_FONT is not trusted (stb_truetype is not safe on a damaged font): a
+// file of random bytes, a truncated DejaVu, a collection whose font offset
+// points past the end, a file too short for a header, a FIFO and a folder
+// each cost a warning and the pixel font, never the picture, the JSON or the
+// exit status (before: SIGSEGV after training, or a hang on the FIFO).
+static long file_size(const char *path);
+static int test_untrusted_font_never_costs_the_picture(void) {
+    int fails = 0;
+    static const struct {
+        const char *name;
+        const char *bytes;
+        size_t n;
+    } fonts[] = {
+        {"ttc.ttf", "ttcf\0\1\0\0\0\0\0\1\x7f\xff\xff\xff", 16},
+        {"ttc-self.ttf", "ttcf\0\1\0\0\0\0\0\1\0\0\0\x10", 16},
+        {"short.ttf", "\0\1\0", 3},
+    };
+    char path[4096];
+    for (size_t i = 0; i < sizeof fonts / sizeof fonts[0]; i++) {
+        FILE *f = fopen(tmp_path(fonts[i].name), "wb");
+        fwrite(fonts[i].bytes, 1, fonts[i].n, f);
+        fclose(f);
+    }
+    unsigned char noise[5000];
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < sizeof noise; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, noise[i] = (unsigned char)x;
+    FILE *f = fopen(tmp_path("noise.ttf"), "wb");
+    fwrite(noise, 1, sizeof noise, f);
+    fclose(f);
+    const char *names[16] = {"ttc.ttf", "ttc-self.ttf", "short.ttf", "noise.ttf", "fifo", "folder"};
+    int n = 6;
+    remove(tmp_path("fifo"));
+    mkfifo(tmp_path("fifo"), 0600);
+    mkdir(tmp_path("folder"), 0700);
+    static char dejavu[1 << 16];
+    FILE *d = fopen("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "rb");
+    if (d) {  // the first 64 KiB of a real font: its tables point past the end
+        size_t got = fread(dejavu, 1, sizeof dejavu, d);
+        fclose(d);
+        f = fopen(tmp_path("truncated.ttf"), "wb");
+        fwrite(dejavu, 1, got, f);
+        fclose(f);
+        names[n++] = "truncated.ttf";
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s", tmp_path(names[i]));
+        setenv("PELAB_FONT", path, 1);
+        remove(tmp_path("font.png"));
+        remove(tmp_path("font.json"));
+        int s = run_train(SMALL " --steps 2 --attn-png {T}/font.png --json {T}/font.json");
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && file_size(tmp_path("font.png")) > 0 &&
+                   file_size(tmp_path("font.json")) > 0 && strstr(err_buf, "built-in pixel font"),
+               "PELAB_FONT=%s: status %d, picture %ld bytes, JSON %ld bytes: %s", names[i], s,
+               file_size(tmp_path("font.png")), file_size(tmp_path("font.json")), err_buf);
+    }
+    unsetenv("PELAB_FONT");
     return fails;
 }
 
@@ -1831,6 +1898,18 @@ static int test_memory_counts_cgroup_and_weights(void) {
     unsetenv("PELAB_TEST_CGROUP_ROOT");
     EXPECT_EXIT(s, 1, "a run over its parent group's limit exited %d: %s", WEXITSTATUS(s), err_buf);
     EXPECT(strstr(err_buf, "memory available"), "stderr: %s", err_buf);
+    // the page cache's inactive part is room (the kernel gives it back): 10 MB
+    // unused of 1 GB but 900 MB of it inactive file pages, the run fits
+    mkdir(tmp_path("cgc"), 0755);
+    write_file(tmp_path("cgc/memory.max"), "1000000000\n", 11);
+    write_file(tmp_path("cgc/memory.current"), "990000000\n", 10);
+    static const char stat[] = "anon 80000000\nfile 900000000\nactive_file 0\ninactive_file 900000000\n";
+    write_file(tmp_path("cgc/memory.stat"), stat, sizeof stat - 1);
+    snprintf(env, sizeof env, "PELAB_TEST_CGROUP_DIR=%s", tmp_path("cgc"));
+    child_env = env;
+    s = run_train("--d-model 192 --layers 3 --heads 2 --ctx 16 --batch 1 --quiet --threads 2 --steps 2");
+    child_env = NULL;
+    EXPECT_EXIT(s, 0, "a run that fits beside 900 MB of inactive page cache exited %d: %s", WEXITSTATUS(s), err_buf);
     return fails;
 }
 
@@ -2192,6 +2271,7 @@ const test_case cli_tests[] = {
     {"cli/load_task_keeps_training_sizes", test_load_task_keeps_training_sizes},
     {"cli/nonfinite_eval_fails", test_nonfinite_eval_fails},
     {"cli/replaced_files_keep_their_mode", test_replaced_files_keep_their_mode},
+    {"cli/untrusted_font_never_costs_the_picture", test_untrusted_font_never_costs_the_picture},
     {"cli/progress_warns_when_slow", test_progress_warns_when_slow},
     {"cli/evaluations_checked_before_training", test_evaluations_checked_before_training},
     {"cli/text_file", test_text_file},
