@@ -344,9 +344,9 @@ static int header_fail(FILE *f, run_state *s, char *err, size_t errlen, const ch
     return rc;
 }
 
-// Version 1's option fields, by the option names that replaced them: a v1
-// model gets a setting for each option its encodings take.
-static void v1_settings(options *o, const int32_t *ints, const float *fl) {
+// Version 1's option fields, by the option names that replaced them, as
+// settings lines: a v1 model gets a line for each option its encodings take.
+static void v1_option_lines(text_buf *t, const char *pe, const int32_t *ints, const float *fl) {
     const struct {
         const char *name;
         double value;
@@ -355,45 +355,49 @@ static void v1_settings(options *o, const int32_t *ints, const float *fl) {
               {"rel-clip", ints[6], 1}, {"t5-buckets", ints[7], 0}, {"t5-max-distance", ints[8], 0}};
     const pe_ops *abs, *rel;
     char err[256];
-    if (!pe_parse_spec(o->pe, &abs, &rel, err, sizeof err)) return;  // model_config_check reports it
+    if (!pe_parse_spec(pe, &abs, &rel, err, sizeof err)) return;  // model_config_check reports it
     for (size_t i = 0; i < sizeof v1 / sizeof v1[0]; i++) {
         if (v1[i].unset_if_zero && v1[i].value == 0) continue;
         if (pe_option_find(abs, v1[i].name, NULL) || pe_option_find(rel, v1[i].name, NULL))
-            config_set(&o->pe_opts, v1[i].name, v1[i].value);
+            text_add(t, "opt.%s=%.17g\n", v1[i].name, v1[i].value);
     }
 }
 
-// Reads the rest of a version 1 header (after magic, version, flags): its
-// fixed fields are the settings of the rows of the same names.
-static void decode_v1(const unsigned char *r, options *o, run_state *s, uint64_t *n) {
-    options_defaults(o);
-    memset(s, 0, sizeof *s);
+// A version 1 header's fixed fields (after magic, version, flags) as the
+// settings text a version 2 file would hold, so that both versions' values
+// go through one parser with the same ranges and rules (decode_settings):
+// a v1 file with lr -1, a causal flag of 2 or a step past its steps is as
+// corrupt as a v2 file saying so. v1 has no data identity: data_size and
+// data_crc32 are written as 0 and the caller forgets them (data_known).
+static char *v1_settings_text(const unsigned char *r, uint64_t *n, size_t *len) {
     int32_t ints[9];
     for (int i = 0; i < 9; i++, r += 4) ints[i] = (int32_t)get_le(r, 4);
     float fl[3];
     for (int i = 0; i < 3; i++, r += 4) fl[i] = get_le_float(r);
-    char text[513];
-    memcpy(text, r, 32);
-    text[31] = '\0';
-    o->pe = options_keep_text(o, text);
-    r += 32;
-    s->vocab = ints[0], o->ctx = ints[1], o->d_model = ints[2], o->layers = ints[3], o->heads = ints[4];
-    o->attn = ints[5] ? 0 : 1;
-    v1_settings(o, ints, fl);
-    s->step = (long)get_le(r, 8), r += 8;
-    o->steps = (long)get_le(r, 8), r += 8;
-    o->batch = (int32_t)get_le(r, 4), r += 4;
-    o->warmup = (int32_t)get_le(r, 4), r += 4;
-    o->lr = get_le_float(r), r += 4;
-    o->wd = get_le_float(r), r += 4;
-    o->clip = get_le_float(r), r += 4;
-    o->seed = (long)get_le(r, 8), r += 8;
-    s->data_rng = get_le(r, 8), r += 8;
-    memcpy(text, r, 512);
-    text[512] = '\0';
-    o->data = options_keep_text(o, text);
-    r += 512;
+    char pe[33], data[513];
+    memcpy(pe, r, 32), pe[32] = '\0', r += 32;
+    text_buf t = {0};
+    text_add_escaped(&t, "pe", pe);
+    if (ints[5] == 0 || ints[5] == 1) text_add(&t, "attn=%s\n", ints[5] ? "causal" : "bidir");
+    else text_add(&t, "attn=%d\n", (int)ints[5]);  // refused by the parser, naming it
+    text_add(&t, "vocab=%d\nctx=%d\nd_model=%d\nlayers=%d\nheads=%d\n", (int)ints[0], (int)ints[1], (int)ints[2],
+             (int)ints[3], (int)ints[4]);
+    v1_option_lines(&t, pe, ints, fl);
+    text_add(&t, "step=%lld\n", (long long)get_le(r, 8)), r += 8;
+    text_add(&t, "steps=%lld\n", (long long)get_le(r, 8)), r += 8;
+    text_add(&t, "batch=%d\n", (int)(int32_t)get_le(r, 4)), r += 4;
+    text_add(&t, "warmup=%d\n", (int)(int32_t)get_le(r, 4)), r += 4;
+    text_add(&t, "lr=%.9g\n", get_le_float(r)), r += 4;
+    text_add(&t, "wd=%.9g\n", get_le_float(r)), r += 4;
+    text_add(&t, "clip=%.9g\n", get_le_float(r)), r += 4;
+    text_add(&t, "seed=%lld\n", (long long)get_le(r, 8)), r += 8;
+    text_add(&t, "data_rng=%llu\n", (unsigned long long)get_le(r, 8)), r += 8;
+    memcpy(data, r, 512), data[512] = '\0', r += 512;
+    text_add_escaped(&t, "data", data);
+    text_add(&t, "data_size=0\ndata_crc32=0\n");
     *n = get_le(r, 8);
+    *len = t.n;
+    return t.p;
 }
 
 // What the header of a checkpoint says, once read and checked against the
@@ -431,7 +435,12 @@ static int read_header(const char *path, int with_optimizer, ckpt_header *h, cha
     uint64_t n;
     size_t text_len = 0;
     if (version == 1) {
-        decode_v1(head + 16, o, &s, &n);
+        char why[256], *text = v1_settings_text(head + 16, &n, &text_len);
+        int ok = decode_settings(text, text_len, o, &s, why, sizeof why);
+        free(text);
+        text_len = 0;  // not in the file: the fixed part was all
+        if (!ok) return load_fail(f, err, errlen, "checkpoint '%s' is corrupt: %s", path, why);
+        s.data_known = 0;
     } else {
         n = get_le(head + 16, 8);
         text_len = (size_t)get_le(head + 24, 4);

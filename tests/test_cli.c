@@ -1795,6 +1795,33 @@ static int test_checkpoints_that_lie(void) {
     s = run_train("--quiet --threads 2 --resume {T}/esc.ck");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) != 0 && strstr(err_buf, "\\x1b[31mred.txt") && !strchr(err_buf, 033),
            "an escape sequence from a checkpoint: exit %d: %s", WEXITSTATUS(s), err_buf);
+    // A version 1 file's values meet the same parser and ranges as version
+    // 2's (they loaded with exit 0 before: lr -1, wd -1, clip NaN, a causal
+    // flag of 2, a step past its steps; steps 2^63-1 asked for 92 PB).
+    static unsigned char v1[1 << 17];
+    FILE *vf = fopen("tests/fixtures/v1_rope.ck", "rb");
+    size_t vn = vf ? fread(v1, 1, sizeof v1, vf) : 0;
+    if (vf) fclose(vf);
+    static const struct {
+        const char *what;
+        size_t at, bytes;
+        uint64_t value;
+    } v1_lies[] = {{"lr -1", 120, 4, 0xbf800000u},     {"wd -1", 124, 4, 0xbf800000u},
+                   {"clip NaN", 128, 4, 0x7fc00000u},  {"causal 2", 36, 4, 2},
+                   {"step 21 of 20", 96, 8, 21},       {"steps 2^63-1", 104, 8, 0x7fffffffffffffffull},
+                   {"batch 0", 112, 4, 0},             {"heads 3 of d 16", 32, 4, 3}};
+    for (size_t i = 0; i < sizeof v1_lies / sizeof v1_lies[0] && vn > 700; i++) {
+        static unsigned char lie[1 << 17];
+        memcpy(lie, v1, vn);
+        for (size_t k = 0; k < v1_lies[i].bytes; k++) lie[v1_lies[i].at + k] = (unsigned char)(v1_lies[i].value >> (8 * k));
+        uint32_t c = crc32_update(0, lie, vn - 4);
+        for (int k = 0; k < 4; k++) lie[vn - 4 + k] = (unsigned char)(c >> (8 * k));
+        write_file(tmp_path("v1lie.ck"), lie, vn);
+        s = run_train("--quiet --threads 2 --resume {T}/v1lie.ck --save {T}/v1lie.ck");
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "corrupt") &&
+                   (strstr(err_buf, "bad settings value") || strstr(err_buf, "past the end") || strstr(err_buf, "config is invalid")),
+               "a v1 checkpoint with %s (under a valid CRC): exit %d (%s)", v1_lies[i].what, WEXITSTATUS(s), err_buf);
+    }
     // a NaN weight under a valid CRC
     static unsigned char ck[1 << 22];
     FILE *f = fopen(tmp_path("ok.ck"), "rb");
