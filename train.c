@@ -39,8 +39,10 @@ static void stop_for_signal(const options *o, const run_t *r, train_report *tr, 
     }
     if (o->json && dist_rank() == 0) {
         static eval_report none;  // large for a stack
-        report_json(o->json, o, &r->m, tr, &none);
-        printf("wrote %s: the training so far, marked interrupted, without evaluations\n", o->json);
+        char err[1024];
+        if (report_json(o->json, o, &r->m, tr, &none, err, sizeof err) == 0)
+            printf("wrote %s: the training so far, marked interrupted, without evaluations\n", o->json);
+        else warn_msg("%s", err);
     }
     fflush(stdout);
     dist_finish();
@@ -347,13 +349,22 @@ static void sample_text(const options *o, run_t *r) {
     model_acts_free(&a);
 }
 
-// The results: JSON, the attention picture, a sample.
+// The results: JSON, the attention picture, a sample. One that cannot be
+// written is reported and the others are still written (the checkpoint was
+// saved before); the run then exits 1.
 static void write_outputs(const options *o, run_t *r, const train_report *tr, const eval_report *er) {
-    if (o->json) report_json(o->json, o, &r->m, tr, er);
+    char err[1024];
+    if (o->json && report_json(o->json, o, &r->m, tr, er, err, sizeof err) != 0) {
+        warn_msg("%s", err);
+        r->outputs_failed = 1;
+    }
     if (o->attn_png) {
-        char err[1024];
-        if (viz_attention_png(&r->m, &r->d, o->attn_png, err, sizeof err) != 0) die_runtime("%s", err);
-        if (!o->quiet) printf("attention picture: %s\n", o->attn_png);
+        if (viz_attention_png(&r->m, &r->d, o->attn_png, err, sizeof err) != 0) {
+            warn_msg("%s", err);
+            r->outputs_failed = 1;
+        } else if (!o->quiet) {
+            printf("attention picture: %s\n", o->attn_png);
+        }
     }
     if (o->sample) sample_text(o, r);
 }
@@ -401,12 +412,12 @@ int main(int argc, char **argv) {
     train(&o, run, &tr);
     if (!finish_training(&o, run, &tr)) {  // --stop-at: resume later
         dist_finish();
-        return report_stdout_status(&o, 0);
+        return report_stdout_status(&o, run->outputs_failed ? EXIT_RUNTIME : 0);
     }
     eval_report er;
     evaluate(&o, run, &er);
     if (dist_rank() == 0) write_outputs(&o, run, &tr, &er);
     for (int i = 0; i < MAX_EVAL_CTX; i++) free(er.attn[i]), free(er.probe[i]);
     dist_finish();
-    return report_stdout_status(&o, er.any_ok && !er.failed ? 0 : EXIT_RUNTIME);
+    return report_stdout_status(&o, er.any_ok && !er.failed && !run->outputs_failed ? 0 : EXIT_RUNTIME);
 }

@@ -13,6 +13,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,8 +298,13 @@ int check_output_path(const char *path, const char *what, int *usage, char *err,
     atomic_file af;
     *usage = 0;
     if (atomic_open(&af, path, what, err, errlen) != 0) return 0;
+    // A file system already full takes the temporary (no blocks) but not a
+    // byte of the output: say so now, not after training.
+    struct statvfs vs;
+    int full = fstatvfs(fileno(af.f), &vs) == 0 && (geteuid() == 0 ? vs.f_bfree : vs.f_bavail) == 0;
     atomic_abort(&af);
-    return 1;
+    if (full) snprintf(err, errlen, "cannot write %s '%s': its file system is full", what, path);
+    return !full;
 }
 
 int check_input_file(const char *path, const char *what, char *err, size_t errlen) {

@@ -14,19 +14,34 @@
 #include "../model/gemm.h"
 #include "results.h"
 
+// A --log that cannot be written (a full disk) never costs the model: it is
+// reported once and closed, training goes on to its save, and the run exits
+// 1 at the end (run_t.outputs_failed).
+static void log_flush(run_t *r) {
+    if (fflush(r->log) == 0 && !ferror(r->log)) return;
+    warn_msg("--log: cannot write (%s); the run goes on without its log, saves as planned and exits 1 at the end",
+             errno ? strerror(errno) : "write error");
+    fclose(r->log);
+    r->log = NULL;
+    r->outputs_failed = 1;
+}
+
 // --log: one JSON object per line, appended and flushed as training goes,
 // so that a run's curve survives whatever ends it; a resumed run appends.
 void report_log_open(const options *o, run_t *r) {
     if (!o->log || dist_rank() > 0) return;
-    r->log = fopen(o->log, "a");
+    r->log = fopen(o->log, "a+");
     if (!r->log) die_runtime("--log %s: cannot open for appending (%s)", o->log, strerror(errno));
+    // A log whose last line was cut off (a crash, a full disk) gets its
+    // first new line on a line of its own.
+    if (fseek(r->log, -1, SEEK_END) == 0 && fgetc(r->log) != '\n') fputc('\n', r->log);
     char when[32];
     results_start_time(when);
     fprintf(r->log, "{\"start\": \"%s\", \"step\": %ld, \"steps\": %ld, \"pelab\": \"%s\", \"commit\": ", when,
             r->start_step, o->steps, PELAB_VERSION);
     results_commit(r->log);
     fprintf(r->log, ", \"resumed\": %s}\n", o->resume ? "true" : "false");
-    fflush(r->log);
+    log_flush(r);
 }
 
 void report_log_point(run_t *r, long step, double loss, double lr, const train_report *tr, const curve_point *c) {
@@ -44,16 +59,17 @@ void report_log_point(run_t *r, long step, double loss, double lr, const train_r
         if (c->task_acc >= 0) fprintf(r->log, ", \"task_acc\": %.6f", c->task_acc);
     }
     fprintf(r->log, "}\n");
-    if (fflush(r->log) != 0) die_runtime("--log: cannot write (%s)", strerror(errno));
+    errno = 0;
+    log_flush(r);
 }
 
-void report_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er) {
+int report_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er,
+                char *err, size_t errlen) {
     atomic_file af;
-    char err[1024];
-    if (atomic_open(&af, path, "--json", err, sizeof err) != 0) die_runtime("%s", err);
+    if (atomic_open(&af, path, "--json", err, errlen) != 0) return -1;
     results_ctx c = {o, m, tr, er, 0};
     results_write(af.f, &c);
-    if (atomic_commit(&af, "--json", err, sizeof err) != 0) die_runtime("%s", err);
+    return atomic_commit(&af, "--json", err, errlen);
 }
 
 // The results printed are lost when stdout fails (a full disk, a closed

@@ -12,8 +12,10 @@ void report_header(const options *o, const run_t *r);
 // logged step, flushed as it goes; c: the curve point measured then, or NULL.
 void report_log_open(const options *o, run_t *r);
 void report_log_point(run_t *r, long step, double loss, double lr, const train_report *tr, const curve_point *c);
-// --json, written atomically.
-void report_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er);
+// --json, written atomically: 0, or -1 with the reason in err (the previous
+// file, if any, unchanged).
+int report_json(const char *path, const options *o, const model_t *m, const train_report *tr, const eval_report *er,
+                char *err, size_t errlen);
 // status, or EXIT_RUNTIME when standard output failed (its results are lost).
 int report_stdout_status(const options *o, int status);
 

@@ -27,7 +27,8 @@ typedef struct {
     curve_point *curve;    // the resumed run's points and (steps / --eval-every + 1) more
     run_state st;          // read from --load/--resume
     long start_step;
-    FILE *log;             // --log, open while training
+    FILE *log;             // --log, open while training (NULL again after a write to it failed)
+    int outputs_failed;    // a side output (--log, --json, --attn-png) could not be written: exit 1 at the end
 } run_t;
 
 typedef struct {

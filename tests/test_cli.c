@@ -875,12 +875,45 @@ static int test_progress_warns_when_slow(void) {
     return fails;
 }
 
+static long file_size(const char *path);
+// A side output that fails never costs the model: a --log on a disk that
+// fills (RLIMIT_FSIZE) is reported, dropped, and the run still trains,
+// saves its checkpoint and writes its JSON, then exits 1 (before: it ended
+// at the failing step with no checkpoint). A log whose last line was cut
+// off gets the next run's first line on a line of its own.
+static int test_side_outputs_never_cost_the_model(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    static char big[200000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\n';
+    write_file(tmp_path("full.log"), big, sizeof big);
+    remove(tmp_path("full.ck"));
+    remove(tmp_path("full.json"));
+    child_fsize = (long)sizeof big + 100;  // the log's first line fits, its progress lines do not
+    int s = run_train(SMALL " --steps 30 --log-every 1 --log {T}/full.log --save {T}/full.ck --json {T}/full.json");
+    child_fsize = 0;
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "goes on without its log"),
+           "a --log past the disk's room: exit %d (%s)", WEXITSTATUS(s), err_buf);
+    EXPECT(file_size(tmp_path("full.ck")) > 0 && file_size(tmp_path("full.json")) > 0,
+           "the checkpoint (%ld bytes) and the JSON (%ld bytes) should be written", file_size(tmp_path("full.ck")),
+           file_size(tmp_path("full.json")));
+    s = run_train("--quiet --threads 2 --load {T}/full.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "the checkpoint saved beside a failed log does not load: %s", err_buf);
+    write_file(tmp_path("torn.log"), "{\"step\": 1, \"lo", 15);
+    s = run_train(SMALL " --steps 2 --log {T}/torn.log");
+    static char log[1 << 14];
+    slurp(tmp_path("torn.log"), log, sizeof log);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strncmp(log, "{\"step\": 1, \"lo\n{\"start\"", 24),
+           "a torn last line: the appended log starts '%.40s'", log);
+    return fails;
+}
+
 // PELAB_FONT is not trusted (stb_truetype is not safe on a damaged font): a
 // file of random bytes, a truncated DejaVu, a collection whose font offset
 // points past the end, a file too short for a header, a FIFO and a folder
 // each cost a warning and the pixel font, never the picture, the JSON or the
 // exit status (before: SIGSEGV after training, or a hang on the FIFO).
-static long file_size(const char *path);
 static int test_untrusted_font_never_costs_the_picture(void) {
     int fails = 0;
     static const struct {
@@ -2299,6 +2332,7 @@ const test_case cli_tests[] = {
     {"cli/nonfinite_eval_fails", test_nonfinite_eval_fails},
     {"cli/replaced_files_keep_their_mode", test_replaced_files_keep_their_mode},
     {"cli/untrusted_font_never_costs_the_picture", test_untrusted_font_never_costs_the_picture},
+    {"cli/side_outputs_never_cost_the_model", test_side_outputs_never_cost_the_model},
     {"cli/progress_warns_when_slow", test_progress_warns_when_slow},
     {"cli/evaluations_checked_before_training", test_evaluations_checked_before_training},
     {"cli/text_file", test_text_file},
