@@ -366,6 +366,11 @@ static void write_outputs(const options *o, run_t *r, const train_report *tr, co
             printf("attention picture: %s\n", o->attn_png);
         }
     }
+    if (o->eval_rows && eval_write_rows(&r->m, &r->d, o->eval_ctx.v, o->eval_ctx.n, (size_t)o->eval_tokens, o->eval_rows,
+                                        err, sizeof err) != 0) {
+        warn_msg("%s", err);
+        r->outputs_failed = 1;
+    }
     if (o->sample) sample_text(o, r);
 }
 

@@ -2,6 +2,7 @@
 #include "eval.h"
 
 #include "../core/dist.h"
+#include "../core/files.h"
 
 
 #include <limits.h>
@@ -153,6 +154,39 @@ void eval_perplexity_window(model_t *m, const data_t *d, int L, int W, size_t ma
     if (attn_stats) dist_sum_doubles(attn_stats, n_stats);
     r->window = win ? W : 0;
     eval_finish(r, sum, count, t0);
+}
+
+static void put_u32(FILE *f, uint32_t v) {
+    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+    fwrite(b, 1, 4, f);  // a short write shows in ferror, which atomic_commit checks
+}
+
+int eval_write_rows(const model_t *m, const data_t *d, const int *lengths, int n, size_t max_tokens, const char *path,
+                    char *err, size_t errlen) {
+    size_t *windows = xmalloc(sizeof(size_t) * (size_t)(n > 0 ? n : 1));
+    int kept = 0;
+    char why[256];
+    for (int i = 0; i < n; i++)
+        if ((windows[i] = eval_scorable_windows(m, d, lengths[i], max_tokens, why, sizeof why))) kept++;
+    atomic_file af;
+    if (atomic_open(&af, path, "--eval-rows", err, errlen) != 0) return free(windows), -1;
+    fwrite("PELABROW", 1, 8, af.f);
+    put_u32(af.f, 1);
+    put_u32(af.f, (uint32_t)kept);
+    for (int i = 0; i < n; i++) {
+        if (!windows[i]) continue;
+        int L = lengths[i];
+        put_u32(af.f, (uint32_t)L);
+        put_u32(af.f, (uint32_t)windows[i]);
+        int *rows = xmalloc(sizeof(int) * 3 * (size_t)L * windows[i]);
+        int *tok = rows, *tgt = rows + (size_t)L * windows[i], *seg = rows + 2 * (size_t)L * windows[i];
+        for (size_t w = 0; w < windows[i]; w++)
+            data_val_row(d, L, w, tok + w * L, tgt + w * L, seg + w * L);
+        for (size_t k = 0; k < 3 * (size_t)L * windows[i]; k++) put_u32(af.f, (uint32_t)rows[k]);
+        free(rows);
+    }
+    free(windows);
+    return atomic_commit(&af, "--eval-rows", err, errlen);
 }
 
 void eval_perplexity(model_t *m, const data_t *d, int L, size_t max_tokens, eval_result *r) {

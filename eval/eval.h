@@ -42,6 +42,14 @@ size_t eval_window_stride(int W);
 // filled when that length can never be evaluated for this model and data
 // (past its positions, or no window): the refusal it makes, asked first.
 size_t eval_scorable_windows(const model_t *m, const data_t *d, int L, size_t max_tokens, char *err, size_t errlen);
+// --eval-rows: the windows eval_perplexity scores at each of the n lengths
+// (those it refuses are left out), written atomically to path in the
+// format docs/pytorch.md gives: "PELABROW", u32 version 1, u32 lengths;
+// per length u32 L, u32 windows, then the windows' tokens, targets (-1: not
+// scored) and segments, each windows × L int32, all little-endian.
+// 0, or -1 with err filled.
+int eval_write_rows(const model_t *m, const data_t *d, const int *lengths, int n, size_t max_tokens, const char *path,
+                    char *err, size_t errlen);
 // A task's accuracy at the sizes r: `count` instances from a fixed stream
 // (`stream` picks it), each right when every answer token is the argmax
 // (docs/data.md). ok = 0 with err when the encoding cannot reach the

@@ -147,6 +147,10 @@ const setting settings_schema[] = {
              "block's output (held-out R², into --json; docs/model.md)", .flags = SET_AFTER_TRAINING},
     {.name = "eval-tokens", .type = SET_INT, O(eval_tokens), .lo = 1, .hi = 1L << 32, .def = "16384", .section = SEC_OUT,
      .metavar = "N", .help = "tokens scored per evaluation length, at most", .flags = SET_AFTER_TRAINING},
+    {.name = "eval-rows", .type = SET_TEXT, O(eval_rows), .section = SEC_OUT, .metavar = "FILE",
+     .help = "write the validation windows each --eval-ctx length scores (tokens, targets, segments; docs/pytorch.md): "
+             "what another implementation needs to score the same rows, e.g. pelab_lab.torch --eval on cats or a task",
+     .path = PATH_OUTPUT, .flags = SET_AFTER_TRAINING},
     {.name = "save", .type = SET_TEXT, O(save), .section = SEC_OUT, .metavar = "FILE",
      .help = "write a checkpoint at the end (and every --save-every steps)", .refused = WITH_LOAD, .path = PATH_OUTPUT},
     {.name = "save-every", .type = SET_INT, O(save_every), .lo = 0, .hi = 1L << 40, .def = "0", .section = SEC_OUT,

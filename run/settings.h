@@ -44,7 +44,7 @@ typedef struct {
     // evaluation and output
     int_list eval_ctx;
     long eval_tokens, eval_window, save_every, sample;
-    const char *save, *load, *resume, *init, *json, *attn_png, *prompt, *log, *tokenizer;
+    const char *save, *load, *resume, *init, *json, *attn_png, *prompt, *log, *tokenizer, *eval_rows;
     float temperature;
     int quiet;
     int attn_stats;       // --attn-stats

@@ -225,17 +225,27 @@ typedef struct {
 
 // Trains a tiny model (extra: more options) and evaluates it with ./train
 // --load (eval_opts) into the group.
+static int train_on(group *g, const char *dir, const char *data, const char *pe, const char *attn, const char *extra,
+                    const char *eval_opts);
 static int train_into(group *g, const char *dir, const char *pe, const char *attn, const char *extra,
                       const char *eval_opts) {
+    char data[300];
+    snprintf(data, sizeof data, "%s/corpus.txt --ctx 16", dir);
+    return train_on(g, dir, data, pe, attn, extra, eval_opts);
+}
+
+// The same on data (a file, cats or task:NAME, with its --ctx if any).
+static int train_on(group *g, const char *dir, const char *data, const char *pe, const char *attn, const char *extra,
+                    const char *eval_opts) {
     int fails = 0;
     char cmd[2048], out[8192], js[256];
     int k = g->n;
     snprintf(g->ck[k], sizeof g->ck[k], "%s/m%d.ck", dir, k);
-    snprintf(g->label[k], sizeof g->label[k], "pe=%s %s%s%s", pe, attn, *extra ? " " : "", extra);
+    snprintf(g->label[k], sizeof g->label[k], "pe=%s %s%s%s on %s", pe, attn, *extra ? " " : "", extra, data);
     snprintf(js, sizeof js, "%s/m%d.json", dir, k);
-    snprintf(cmd, sizeof cmd, "./train --data %s/corpus.txt --pe %s --attn %s --d-model 16 --layers 2 --heads 2 --ctx 16 "
-             "--batch 8 --steps 12 --lr 0.01 --threads 1 --quiet --save %s %s && ./train --load %s %s --threads 1 --quiet "
-             "--json %s", dir, pe, attn, g->ck[k], extra, g->ck[k], eval_opts, js);
+    snprintf(cmd, sizeof cmd, "./train --data %s --pe %s --attn %s --d-model 16 --layers 2 --heads 2 "
+             "--batch 8 --steps 12 --lr 0.01 --until-solved 0 --threads 1 --quiet --save %s %s && ./train --load %s %s "
+             "--threads 1 --quiet --json %s", data, pe, attn, g->ck[k], extra, g->ck[k], eval_opts, js);
     int rc = run_capture(cmd, out, sizeof out);
     EXPECT(rc == 0, "%s: exit %d: %.300s", cmd, rc, out);
     if (rc) return fails;
@@ -320,6 +330,13 @@ static int test_module_matches_train(void) {
         g.nloss[k] = train_json_losses(cmd, g.loss[k], 4), models++;
     }
     fails += compare_group(&g, py, "--eval-ctx 16,32", &compared, &worst);
+    // the built-in corpora (cats, a task): the module scores the windows
+    // ./train --eval-rows writes, which it asks ./train for itself
+    fails += train_on(&g, dir, "cats --ctx 16", "rope", "causal", "", "--eval-ctx 16,32"), models++;
+    fails += train_on(&g, dir, "cats --ctx 16", "alibi", "bidir", "", "--eval-ctx 16,32"), models++;
+    fails += compare_group(&g, py, "--eval-ctx 16,32", &compared, &worst);
+    fails += train_on(&g, dir, "task:copy", "sinusoidal+xl", "causal", "", "--eval-ctx 34,68"), models++;
+    fails += compare_group(&g, py, "--eval-ctx 34,68", &compared, &worst);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("    could not remove %s\n", dir);
     printf("    %d trained models, %d losses: the module's within %.2g of ./train's (tolerance 1e-5, and ./train's six "

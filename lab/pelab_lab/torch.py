@@ -23,8 +23,11 @@ import json
 import math
 import os
 import struct
+import subprocess
 import sys
+import tempfile
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -692,21 +695,77 @@ def eval_rows(cfg, tokens, mask, L, eval_tokens, seed):
     return tok, tgt
 
 
-def evaluate(model, cfg, L, data=None, eval_tokens=16384, seed=None):
+def read_rows(path):
+    """The validation windows ./train --eval-rows FILE wrote: {L: (tokens,
+    targets, segments)}, each (windows, L) int64 (docs/pytorch.md)."""
+    try:
+        raw = open(path, "rb").read()
+    except OSError as e:
+        raise PelabFileError(f"cannot read --rows '{path}': {e.strerror}") from None
+    if raw[:8] != b"PELABROW" or len(raw) < 16 or struct.unpack_from("<I", raw, 8)[0] != 1:
+        raise PelabFileError(f"'{path}' is not a file of ./train --eval-rows (version 1)")
+    (n,), o, rows = struct.unpack_from("<I", raw, 12), 16, {}
+    for _ in range(n):
+        if o + 8 > len(raw):
+            raise PelabFileError(f"'{path}' is truncated")
+        L, w = struct.unpack_from("<II", raw, o)
+        o += 8
+        if L < 1 or w < 1 or o + 12 * L * w > len(raw):
+            raise PelabFileError(f"'{path}' is truncated or corrupt (length {L}, {w} windows)")
+        a = np.frombuffer(raw, dtype="<i4", count=3 * L * w, offset=o).astype(np.int64).reshape(3, w, L)
+        rows[L] = (a[0], a[1], a[2])
+        o += 12 * L * w
+    if o != len(raw):
+        raise PelabFileError(f"'{path}' has bytes after its last window")
+    return rows
+
+
+def train_binary():
+    """./train of this repository (or PELAB_TRAIN): it makes a built-in
+    corpus's validation windows (--eval-rows)."""
+    path = os.environ.get("PELAB_TRAIN") or str(Path(__file__).resolve().parents[2] / "train")
+    if not os.access(path, os.X_OK):
+        raise PelabFileError(f"a built-in corpus's windows come from ./train, and there is none at {path} "
+                             "(build it with make, or set PELAB_TRAIN, or give --rows FILE from ./train --eval-rows)")
+    return path
+
+
+def builtin_rows(ckpt, lengths, eval_tokens, data=None):
+    """{L: rows} of a checkpoint trained on cats or a task, made by ./train
+    --load CK --eval-rows (the C generators are the only source of them)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "rows.bin")
+        cmd = [train_binary(), "--load", ckpt, "--eval-ctx", ",".join(map(str, lengths)), "--eval-tokens",
+               str(eval_tokens), "--eval-rows", out, "--threads", "1", "--quiet"] + (["--data", data] if data else [])
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0 and not os.path.exists(out):
+            raise PelabFileError(f"./train could not make the validation windows: {r.stderr.strip()}")
+        return read_rows(out)
+
+
+def evaluate(model, cfg, L, data=None, eval_tokens=16384, seed=None, rows=None):
     """Mean cross-entropy (nats per token) at length L over the validation
-    windows ./train --load scores (no --eval-window), and the tokens scored."""
+    windows ./train --load scores (no --eval-window), and the tokens scored.
+    rows: {L: (tokens, targets, segments)} from read_rows (a built-in
+    corpus's), else the windows of the file corpus are made here."""
     if split_pe(cfg["pe"])[0] == "learned" and L > cfg["ctx"]:
         raise PelabFileError(f"--pe {cfg['pe']} has no positions past {cfg['ctx']} (the training ctx), so ctx={L} "
                              "cannot be evaluated")
-    spec = data if data is not None else cfg.get("data")
-    tokens, mask = corpus_tokens(spec)
-    tok, tgt = eval_rows(cfg, tokens, mask, L, eval_tokens, cfg.get("seed", 1) if seed is None else seed)
+    if rows is not None:
+        if L not in rows:
+            raise PelabFileError(f"the windows given have no length {L} (they have {', '.join(map(str, sorted(rows)))})")
+        tok, tgt, seg = rows[L]
+    else:
+        spec = data if data is not None else cfg.get("data")
+        tokens, mask = corpus_tokens(spec)
+        tok, tgt = eval_rows(cfg, tokens, mask, L, eval_tokens, cfg.get("seed", 1) if seed is None else seed)
+        seg = np.zeros_like(tok)
     total, count = 0.0, 0
     B = max(EVAL_BATCH_TOKENS // L, 1)
     with torch.no_grad():
         for b0 in range(0, len(tok), B):
             t, y = torch.tensor(tok[b0:b0 + B]), torch.tensor(tgt[b0:b0 + B])
-            logits, _ = model(t, eval_len=L)
+            logits, _ = model(t, seg=torch.tensor(seg[b0:b0 + B]), eval_len=L)
             lp = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-1, reduction="none")
             total += lp.double().sum().item()
             count += int((y >= 0).sum())
@@ -716,7 +775,7 @@ def evaluate(model, cfg, L, data=None, eval_tokens=16384, seed=None):
 # ---------------------------------------------------------------- command line
 
 USAGE = """usage: python3 -m pelab_lab.torch MODEL [MODEL ...] --eval [--data FILE] [--eval-ctx L,...] [--eval-tokens N] [--seed N]
-           [--rope-scale none|pi|ntk|yarn] [--rope-factor X] [--json]
+           [--rope-scale none|pi|ntk|yarn] [--rope-factor X] [--rows FILE] [--json]
        python3 -m pelab_lab.torch MODEL --export OUT.safetensors
 MODEL: a pelab checkpoint (--save) or a safetensors file this module exported."""
 
@@ -733,7 +792,7 @@ def main(argv=None):
         a = args.pop(0)
         if a in ("--eval", "--json"):
             opts[a] = True
-        elif a in ("--data", "--eval-ctx", "--eval-tokens", "--seed", "--export", "--rope-scale", "--rope-factor"):
+        elif a in ("--data", "--eval-ctx", "--eval-tokens", "--seed", "--export", "--rope-scale", "--rope-factor", "--rows"):
             if not args:
                 return usage_error(f"{a} needs a value")
             opts[a] = args.pop(0)
@@ -763,13 +822,21 @@ def main(argv=None):
         if min(lengths or [1]) < 1 or eval_tokens < 1 or (seed is not None and seed < 0) or (factor is not None and factor < 1):
             return usage_error("--eval-ctx lengths and --eval-tokens are at least 1, --seed at least 0, --rope-factor at least 1")
         results = []
+        given_rows = read_rows(opts["--rows"]) if "--rows" in opts else None
         for p in paths:
             model, cfg = load(p, opts.get("--rope-scale"), factor)
             if cfg["rand_pos"]:
                 print(f"{p}: note: trained with --rand-pos {cfg['rand_pos']}; evaluated here at positions 0..L-1",
                       file=sys.stderr)
+            spec = opts.get("--data", cfg.get("data"))
+            rows = given_rows
+            if rows is None and (spec in (None, "cats") or spec.startswith("task:")):
+                if cfg.get("data") is None:  # a safetensors file or a v1 checkpoint: no file for ./train to load
+                    raise PelabFileError(f"{p}: a built-in corpus's windows come from ./train --load CK --eval-rows FILE; "
+                                         "give --rows FILE")
+                rows = builtin_rows(p, lengths or [cfg["ctx"]], eval_tokens, opts.get("--data"))
             for L in lengths or [cfg["ctx"]]:
-                loss, n = evaluate(model, cfg, L, opts.get("--data"), eval_tokens, seed)
+                loss, n = evaluate(model, cfg, L, opts.get("--data"), eval_tokens, seed, rows)
                 results.append({"model": p, "ctx": L, "loss": loss, "ppl": math.exp(loss), "tokens": n})
                 if "--json" not in opts:
                     print(f"{p}: eval ctx={L} loss={loss:.8f} ppl={math.exp(loss):.4f} tokens={n}")

@@ -820,6 +820,23 @@ class TorchFiles(unittest.TestCase):
             with self.assertRaisesRegex(pt.PelabFileError, "neither a pelab checkpoint"):
                 pt.read_any(f"{d}/x.txt")
 
+    def test_eval_rows_file(self):
+        """./train --eval-rows's file read back; a damaged one refused."""
+        import struct
+        from pelab_lab import torch as pt
+        L, w = 4, 2
+        body = np.arange(3 * L * w, dtype="<i4")
+        raw = b"PELABROW" + struct.pack("<III", 1, 1, L) + struct.pack("<I", w) + body.tobytes()
+        with tempfile.TemporaryDirectory() as d:
+            Path(f"{d}/r.bin").write_bytes(raw)
+            tok, tgt, seg = pt.read_rows(f"{d}/r.bin")[L]
+            self.assertEqual(tok.shape, (w, L))
+            self.assertEqual((int(tok[1, 0]), int(tgt[0, 0]), int(seg[1, 3])), (4, 8, 23))
+            for bad, why in ((raw[:-3], "truncated"), (raw + b"x", "after its last"), (b"PELABROX" + raw[8:], "not a file")):
+                Path(f"{d}/b.bin").write_bytes(bad)
+                with self.assertRaisesRegex(pt.PelabFileError, why):
+                    pt.read_rows(f"{d}/b.bin")
+
     def test_command_line_refusals(self):
         from pelab_lab import torch as pt
         with contextlib.redirect_stderr(io.StringIO()) as err:
