@@ -11,6 +11,19 @@ from . import plan, tables
 FIGURE = ("png", "svg")  # a figure is written in both formats
 
 
+# The config's schema (lab/config.yaml; docs/workflow.md): the keys at its
+# top, the keys every experiment may have, and (Kind.keys) the keys each
+# kind reads. A key outside them is refused before any run (plan.check_keys),
+# so that a typo (`seedz`, `threds`) is not silently ignored. Types: the
+# common keys' here; a kind's own are checked where they are read.
+TOP_KEYS = {"text": str, "corpora": dict, "threads": int, "blas_kernel": str, "gemm": str, "experiments": dict,
+            "quick": bool}
+COMMON_KEYS = {"kind": str, "seeds": (int, str, list), "args": str, "env": dict, "gemm": str, "text": str,
+               "title": str, "needs_cpu_flag": str, "pictures": list, "records": bool}
+_ENC = ("encodings", "exclude")
+_TASKS = _ENC + ("eval_every", "steps", "task_args", "task_eval", "tasks", "until_solved")
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -18,6 +31,7 @@ class Kind:
     table: Callable   # (experiment name, tidy table, stem, spec) -> the Markdown body
     files: Tuple[str, ...]    # suffixes of results/EXP: "" is EXP.md and EXP.csv; "_curve.csv"; a figure "fig" or "fig_acc"
     title: str
+    keys: Tuple[str, ...] = ()   # the experiment keys this kind reads, beyond COMMON_KEYS
 
     def __post_init__(self):
         for part in ("plan", "table"):
@@ -43,25 +57,32 @@ _TASK_FILES = ("", "fig", "fig_length")
 _LENGTH_FILES = ("", "_baselines.csv", "fig")
 KINDS = {k.name: k for k in [
     Kind("order", plan.plan_order, tables.order, ("", "_curve.csv", "fig", "fig_acc"),
-         "Order: steps until the order task is solved, over seeds"),
-    Kind("encodings", plan.plan_encodings, tables.encodings, ("",), "Every encoding with the defaults"),
+         "Order: steps until the order task is solved, over seeds", _ENC + ("modes", "cap", "eval_every", "solve_at")),
+    Kind("encodings", plan.plan_encodings, tables.encodings, ("",), "Every encoding with the defaults", _ENC + ("steps",)),
     Kind("length", plan.plan_length, tables.length, _LENGTH_FILES,
-         "Extrapolation: trained short, perplexity at longer contexts"),
-    Kind("finetune", plan.plan_finetune, tables.length, _LENGTH_FILES, "RoPE context extension with fine-tuning"),
+         "Extrapolation: trained short, perplexity at longer contexts",
+         _ENC + ("ctx", "eval_tokens", "lr", "rope_scales", "steps")),
+    Kind("finetune", plan.plan_finetune, tables.length, _LENGTH_FILES, "RoPE context extension with fine-tuning",
+         ("methods", "ctx", "eval_tokens", "ft_lr", "ft_steps", "long", "steps")),
     Kind("sweep", plan.plan_sweep, tables.sweep, _LENGTH_FILES,
-         "Sweeps: base frequencies, clipping distances, p-RoPE fractions"),
-    Kind("tasks", plan.plan_tasks, tables.tasks, _TASK_FILES, "Tasks: trained short, tested long"),
+         "Sweeps: base frequencies, clipping distances, p-RoPE fractions", ("ctx", "eval_tokens", "lr", "steps", "sweeps")),
+    Kind("tasks", plan.plan_tasks, tables.tasks, _TASK_FILES, "Tasks: trained short, tested long", _TASKS),
     Kind("task_budget", plan.plan_tasks, tables.task_budget, ("", "_curve.csv", "fig", "fig_acc"),
-         "Tasks learned first: the steps each task needs, from learning curves"),
+         "Tasks learned first: the steps each task needs, from learning curves", _TASKS),
     Kind("evaluate", plan.plan_evaluate, tables.evaluate, ("", "_attn.csv", "_probe.csv", "_baselines.csv", "fig"),
-         "Context use: the same checkpoints with the context cut to a window, and where attention goes"),
+         "Context use: the same checkpoints with the context cut to a window, and where attention goes",
+         _ENC + ("from", "eval_ctx", "eval_tokens", "window")),
     Kind("evaluate_tasks", plan.plan_evaluate, tables.tasks, _TASK_FILES,
-         "Tasks again: the same checkpoints evaluated another way"),
+         "Tasks again: the same checkpoints evaluated another way", _ENC + ("from", "task_eval", "tasks", "variants")),
     Kind("finetune_task", plan.plan_finetune_task, tables.tasks, _TASK_FILES,
-         "Passkey retrieval: RoPE's context extension on a task"),
-    Kind("rope_decay", plan.plan_rope_decay, tables.rope_decay, ("", "fig"), "RoPE's long-term decay, from its formula"),
+         "Passkey retrieval: RoPE's context extension on a task",
+         ("methods", "ft_lr", "ft_steps", "long_len", "steps", "task", "task_eval", "task_len", "test_len")),
+    Kind("rope_decay", plan.plan_rope_decay, tables.rope_decay, ("", "fig"), "RoPE's long-term decay, from its formula",
+         ("head_sizes", "longest", "bases", "train_ctx")),
     Kind("scale", plan.plan_scale, tables.scale, ("", "_fit.csv", "_baselines.csv", "fig"),
-         "Scale: the encodings at several model sizes"),
+         "Scale: the encodings at several model sizes",
+         _ENC + ("ctx", "eval_factors", "eval_tokens", "only_sizes", "sizes", "tokens_per_step", "lr", "lr_exponent",
+                 "tokens", "tokens_exponent")),
 ]}
 
 

@@ -8,6 +8,7 @@ writes its --json. Everything the workflow, the tables and the checks need to
 know about a run is here; nothing else lists experiments.
 """
 from dataclasses import dataclass, field
+import difflib
 import os
 import re
 import shlex
@@ -135,10 +136,13 @@ def _encodings(spec, reg, where):
 def _need(spec, key, where, kind=int, positive=True):
     if key not in spec:
         raise ConfigError(f"{where}: '{key}' is missing")
+    value = spec[key]
+    if isinstance(value, bool) or (kind is int and isinstance(value, float)):   # steps: 20.5 is not 20
+        raise ConfigError(f"{where}: '{key}' must be a whole number, not {value!r}")
     try:
-        v = kind(spec[key])
+        v = kind(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}: '{key}' must be a {kind.__name__}, not {spec[key]!r}")
+        raise ConfigError(f"{where}: '{key}' must be a {kind.__name__}, not {value!r}")
     if positive and v <= 0:
         raise ConfigError(f"{where}: '{key}' must be positive, not {spec[key]!r}")
     return v
@@ -547,6 +551,62 @@ def kernel_of(env):
     return env.get("OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE", ""))
 
 
+def _unknown(key, known, where):
+    near = difflib.get_close_matches(str(key), sorted(known), n=1)
+    raise ConfigError(f"{where}: unknown key '{key}'" + (f" (did you mean '{near[0]}'?)" if near else "") +
+                      f"; the keys are {', '.join(sorted(known))}")
+
+
+def _typed(value, types, key, where):
+    types = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        names = " or ".join({"str": "a string", "int": "an integer", "list": "a list", "dict": "a mapping",
+                             "bool": "true or false"}[t.__name__] for t in types)
+        raise ConfigError(f"{where}: '{key}' must be {names}, not {value!r}")
+
+
+def check_keys(config):
+    """The config against its declared schema (kinds.py: TOP_KEYS,
+    COMMON_KEYS, each kind's keys): an unknown key anywhere, or a common
+    key of the wrong type, is refused before any run."""
+    from .kinds import COMMON_KEYS, KINDS, TOP_KEYS
+    for k, v in config.items():
+        if k not in TOP_KEYS:
+            _unknown(k, TOP_KEYS, "the config")
+        _typed(v, TOP_KEYS[k], k, "the config")
+    for name, spec in (config.get("experiments") or {}).items():
+        if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
+            raise ConfigError(f"experiment {name}: kind must be one of {sorted(KINDS)}")
+        known = set(COMMON_KEYS) | set(KINDS[spec["kind"]].keys)
+        for k, v in spec.items():
+            if k not in known:
+                _unknown(k, known, f"experiment {name} (kind {spec['kind']})")
+            if k in COMMON_KEYS:
+                _typed(v, COMMON_KEYS[k], k, f"experiment {name}")
+
+
+def check_args(args, where):
+    """An experiment's args against ./train's option table (./train --help):
+    every word an option ./train has, or the value of the one before it."""
+    from . import schema
+    table = schema.options()
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name = a[2:].split("=", 1)[0] if a.startswith("--") else None
+        if name is None:
+            raise ConfigError(f"{where}: args: '{a}' is neither a ./train option nor the value of one")
+        if name not in table:
+            near = difflib.get_close_matches(name, sorted(table), n=1)
+            raise ConfigError(f"{where}: args: ./train has no option --{name}" +
+                              (f" (did you mean --{near[0]}?)" if near else "") + "; ./train --help lists them")
+        if table[name] and "=" not in a:
+            if i + 1 >= len(args):
+                raise ConfigError(f"{where}: args: --{name} needs a value")
+            i += 1
+        i += 1
+
+
 def plan(config, list_pe_text):
     """Every run of every experiment of config, checked; {exp: [Run]}.
 
@@ -554,6 +614,7 @@ def plan(config, list_pe_text):
     would get wrong: unknown encodings, a mode an encoding refuses, duplicate
     seeds, missing budgets, an unknown experiment kind."""
     from .kinds import KINDS  # here: kinds imports this module
+    check_keys(config)
     reg = Registry(list_pe_text)
     pinned = blas_env(config)
     engine = gemm_options(config)
@@ -572,6 +633,7 @@ def plan(config, list_pe_text):
             raise ConfigError(f"experiment {name}: kind must be one of {sorted(KINDS)}")
         seeds = parse_seeds(spec.get("seeds", "1-3"), f"experiment {name}")
         args = _split_args(spec.get("args"), f"experiment {name}")
+        check_args(args, f"experiment {name}")
         for a in args:
             if a in ("--seed", "--json", "--save", "--threads", "--load", "--init", "--resume", "--gemm"):
                 raise ConfigError(f"experiment {name}: args may not set {a}; the workflow sets it per run")

@@ -157,7 +157,11 @@ def main(argv=None):
         print("usage: python3 -m pelab_lab.records seed OUTDIR [SNAKEMAKE TARGETS AND OPTIONS] | keep OUTDIR",
               file=sys.stderr)
         return 2
-    return seed(argv[1], argv[2:]) if argv[0] == "seed" else keep(argv[1])
+    try:
+        return seed(argv[1], argv[2:]) if argv[0] == "seed" else keep(argv[1])
+    except P.ConfigError as e:   # the workflow would refuse the config in the same words
+        print(f"lab config: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

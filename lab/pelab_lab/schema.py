@@ -5,6 +5,7 @@ run's JSON departs from it) and the matrix engines (`./train --list-gemm`)."""
 import functools
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -103,3 +104,21 @@ def check(d, schema=None, complete=True):
         if complete and f["when"] == "always" and "." not in path and "[]" not in path and path not in d:
             problems.append(f"{path}: missing")
     return problems
+
+
+@functools.lru_cache(maxsize=None)
+def options(train=None):
+    """{option name: whether it takes a value}, from ./train --help (its
+    option table, the encodings' options included): what an experiment's
+    args may name."""
+    exe = train or os.environ.get("PELAB_TRAIN") or str(REPO / "train")
+    try:
+        out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SchemaError(f"cannot read the options of {exe} --help ({e}); build it with make train") from None
+    found = {}
+    for line in out.splitlines():
+        m = re.match(r"  --([a-z0-9][a-z0-9-]*)(?: ([A-Z][A-Z0-9:.,]*))?(?:\s|$)", line)
+        if m:
+            found[m.group(1)] = m.group(2) is not None
+    return found

@@ -866,11 +866,36 @@ class Kinds(unittest.TestCase):
             kinds.Kind("new", plan.plan_order, None, ("",), "A new kind")
 
     def test_args_that_repeat_an_option_the_experiment_sets_are_refused(self):
-        cfg = {"experiments": {"x": {"kind": "encodings", "seeds": [1], "steps": 10, "pes": ["rope"],
+        cfg = {"experiments": {"x": {"kind": "encodings", "seeds": [1], "steps": 10, "encodings": ["rope"],
                                      "args": "--pe none"}}}
         lp = "rope   relative  q and k rotated\nnone   none      no position information\n"
         with self.assertRaisesRegex(plan.ConfigError, "sets --pe twice"):
             plan.plan(cfg, lp)
+
+    def test_the_config_schema(self):
+        """Unknown keys (with the nearest known one), a common key of the
+        wrong type, a fractional step count and args naming no option of
+        ./train are refused before any run (issue 56 #15)."""
+        lp = "rope   relative  q and k rotated\nnone   none      no position information\n"
+        good = {"kind": "encodings", "seeds": [1], "steps": 10, "encodings": ["rope"]}
+        for cfg, why in (
+                ({"threds": 2, "experiments": {"x": good}}, "unknown key 'threds' .*did you mean 'threads'"),
+                ({"experiments": {"x": {**good, "seedz": "1-2"}}}, "unknown key 'seedz' .*did you mean 'seeds'"),
+                ({"experiments": {"x": {**good, "cap": 5}}}, "unknown key 'cap'"),   # an order key, not this kind's
+                ({"experiments": {"x": {**good, "args": ["--pe"]}}}, "'args' must be a string"),
+                ({"experiments": {"x": {**good, "steps": 20.5}}}, "whole number"),
+                ({"experiments": {"x": {**good, "args": "--bogus 3"}}}, "no option --bogus"),
+                ({"experiments": {"x": {**good, "args": "--eval-tokne 3"}}}, "did you mean --eval-tokens"),
+                ({"experiments": {"x": {**good, "args": "--eval-tokens"}}}, "needs a value"),
+                ({"experiments": {"x": {**good, "args": "512"}}}, "neither a ./train option")):
+            with self.subTest(why=why), self.assertRaisesRegex(plan.ConfigError, why):
+                plan.plan(cfg, lp)
+        self.assertEqual(len(plan.plan({"experiments": {"x": {**good, "args": "--eval-tokens 512 --attn-stats"}}},
+                                       lp)["x"]), 1)
+        # every config the lab ships passes its schema
+        from pelab_lab import configs
+        for files in (["config.yaml"], ["config.yaml", "quick.yaml"], ["config.yaml", "scale_published.yaml"]):
+            plan.check_keys(configs.load([str(Path(__file__).resolve().parents[1] / f) for f in files]))
 
     def test_an_unknown_kind_is_refused_by_the_plan(self):
         cfg = {"experiments": {"x": {"kind": "nope", "seeds": [1]}}}
