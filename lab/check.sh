@@ -145,7 +145,7 @@ refuse "an option the workflow sets" 'experiments: {encodings: {args: --seed 3}}
 refuse "an unknown key at the top" 'threds: 2' "unknown key 'threds'"
 refuse "an unknown experiment key" 'experiments: {encodings: {seedz: 1-2}}' "unknown key 'seedz'"
 refuse "an option ./train does not have" 'experiments: {encodings: {args: --bogus 3}}' "no option --bogus"
-refuse "a fractional step count" 'experiments: {encodings: {steps: 20.5}}' "whole number"
+refuse "a fractional step count" 'experiments: {encodings: {steps: 20.5}}' "must be an integer"
 ln -s "$repo/results" "$scratch/res-link"
 for f in results results/. results/sub "$scratch/res-link" "$scratch/res-link/sub" .; do
   check "lab/run refuses ${f/#$scratch/SCRATCH} as its run folder (results/ or the repository, however named)" \

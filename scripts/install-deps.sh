@@ -16,7 +16,7 @@ for arg in "$@"; do
         --torch) want+=(python3 python3-torch python3-numpy) ;;
         --fuzz) want+=(clang libclang-rt-14-dev) ;;
         --mpi) want+=(libopenmpi-dev openmpi-bin) ;;
-        --lab) want+=(snakemake python3-pandas python3-scipy python3-statsmodels python3-matplotlib python3-yaml) ;;
+        --lab) want+=(snakemake python3-pandas python3-scipy python3-statsmodels python3-matplotlib python3-yaml python3-hypothesis) ;;
         --slurm) want+=(slurm-wlm munge) ;;
         --browser) want+=(chromium) ;;
         *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab] [--slurm] [--browser]" >&2; exit 2 ;;

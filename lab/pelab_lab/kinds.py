@@ -13,13 +13,28 @@ FIGURE = ("png", "svg")  # a figure is written in both formats
 
 # The config's schema (lab/config.yaml; docs/workflow.md): the keys at its
 # top, the keys every experiment may have, and (Kind.keys) the keys each
-# kind reads. A key outside them is refused before any run (plan.check_keys),
-# so that a typo (`seedz`, `threds`) is not silently ignored. Types: the
-# common keys' here; a kind's own are checked where they are read.
-TOP_KEYS = {"text": str, "corpora": dict, "threads": int, "blas_kernel": str, "gemm": str, "experiments": dict,
-            "quick": bool}
-COMMON_KEYS = {"kind": str, "seeds": (int, str, list), "args": str, "env": dict, "gemm": str, "text": str,
-               "title": str, "needs_cpu_flag": str, "pictures": list, "records": bool}
+# kind reads, each with the shapes its value may take ("int", "num": a
+# number or a number's text such as 3e-3, "str", "bool", "dict",
+# "list[int]", "list[str]"). A key outside them, or a value of another
+# shape, is refused before any run (plan.check_keys): a typo (`seedz`,
+# `threds`) is not silently ignored. What a value must be beyond its shape
+# (positive, a known encoding, …) is checked where it is read.
+TOP_KEYS = {"text": ("str",), "corpora": ("dict",), "threads": ("int",), "blas_kernel": ("str",), "gemm": ("str",),
+            "experiments": ("dict",), "quick": ("bool",)}
+COMMON_KEYS = {"kind": ("str",), "seeds": ("int", "str", "list[int]"), "args": ("str",), "env": ("dict",),
+               "gemm": ("str",), "text": ("str",), "title": ("str",), "needs_cpu_flag": ("str",),
+               "pictures": ("list[str]",), "records": ("bool",)}
+KEY_SHAPES = {**COMMON_KEYS,
+              "encodings": ("str", "list[str]"), "exclude": ("list[str]",), "modes": ("list[str]",), "cap": ("int",),
+              "eval_every": ("int",), "solve_at": ("num",), "steps": ("int", "dict"), "ctx": ("int", "list[int]"),
+              "eval_tokens": ("int",), "lr": ("num",), "rope_scales": ("list[str]",), "methods": ("list[str]",),
+              "ft_lr": ("num",), "ft_steps": ("int", "list[int]"), "long": ("int",), "long_len": ("str",),
+              "task": ("str",), "task_eval": ("int",), "task_len": ("str",), "test_len": ("str",), "sweeps": ("dict",),
+              "task_args": ("dict",), "tasks": ("list[str]", "dict"), "until_solved": ("num",), "from": ("str",),
+              "eval_ctx": ("list[int]",), "window": ("int",), "variants": ("dict",), "head_sizes": ("list[int]",),
+              "longest": ("int",), "bases": ("list[int]",), "train_ctx": ("int",), "eval_factors": ("list[int]",),
+              "only_sizes": ("list[str]",), "sizes": ("dict",), "tokens_per_step": ("int",), "lr_exponent": ("num",),
+              "tokens": ("int", "str"), "tokens_exponent": ("num",)}
 _ENC = ("encodings", "exclude")
 _TASKS = _ENC + ("eval_every", "steps", "task_args", "task_eval", "tasks", "until_solved")
 
@@ -34,6 +49,9 @@ class Kind:
     keys: Tuple[str, ...] = ()   # the experiment keys this kind reads, beyond COMMON_KEYS
 
     def __post_init__(self):
+        untyped = [k for k in self.keys if k not in KEY_SHAPES]
+        if untyped:
+            raise TypeError(f"kind {self.name}: keys without a declared shape (KEY_SHAPES): {untyped}")
         for part in ("plan", "table"):
             if not callable(getattr(self, part)):
                 raise TypeError(f"kind {self.name}: its {part} is not a function")

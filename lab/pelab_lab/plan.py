@@ -84,7 +84,10 @@ def _split_args(value, where):
         return []
     if not isinstance(value, str):
         raise ConfigError(f"{where}: args must be a string of ./train options")
-    return shlex.split(value)
+    try:
+        return shlex.split(value)
+    except ValueError as e:   # an unbalanced quote
+        raise ConfigError(f"{where}: args {value!r} cannot be split into words ({e})") from None
 
 
 class Registry:
@@ -557,32 +560,38 @@ def _unknown(key, known, where):
                       f"; the keys are {', '.join(sorted(known))}")
 
 
-def _typed(value, types, key, where):
-    types = types if isinstance(types, tuple) else (types,)
-    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
-        names = " or ".join({"str": "a string", "int": "an integer", "list": "a list", "dict": "a mapping",
-                             "bool": "true or false"}[t.__name__] for t in types)
-        raise ConfigError(f"{where}: '{key}' must be {names}, not {value!r}")
+_SHAPE = {"int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+          "num": (lambda v: isinstance(v, (int, float, str)) and not isinstance(v, bool), "a number"),
+          "str": (lambda v: isinstance(v, str), "a string"),
+          "bool": (lambda v: isinstance(v, bool), "true or false"),
+          "dict": (lambda v: isinstance(v, dict), "a mapping"),
+          "list[int]": (lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
+                        "a list of integers"),
+          "list[str]": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of names")}
+
+
+def _typed(value, shapes, key, where):
+    if not any(_SHAPE[s][0](value) for s in shapes):
+        raise ConfigError(f"{where}: '{key}' must be {' or '.join(_SHAPE[s][1] for s in shapes)}, not {value!r}")
 
 
 def check_keys(config):
     """The config against its declared schema (kinds.py: TOP_KEYS,
     COMMON_KEYS, each kind's keys): an unknown key anywhere, or a common
     key of the wrong type, is refused before any run."""
-    from .kinds import COMMON_KEYS, KINDS, TOP_KEYS
+    from .kinds import COMMON_KEYS, KEY_SHAPES, KINDS, TOP_KEYS
     for k, v in config.items():
         if k not in TOP_KEYS:
             _unknown(k, TOP_KEYS, "the config")
         _typed(v, TOP_KEYS[k], k, "the config")
     for name, spec in (config.get("experiments") or {}).items():
-        if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
+        if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str) or spec["kind"] not in KINDS:
             raise ConfigError(f"experiment {name}: kind must be one of {sorted(KINDS)}")
         known = set(COMMON_KEYS) | set(KINDS[spec["kind"]].keys)
         for k, v in spec.items():
             if k not in known:
                 _unknown(k, known, f"experiment {name} (kind {spec['kind']})")
-            if k in COMMON_KEYS:
-                _typed(v, COMMON_KEYS[k], k, f"experiment {name}")
+            _typed(v, KEY_SHAPES[k], k, f"experiment {name}")
 
 
 def check_args(args, where):
