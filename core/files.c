@@ -136,7 +136,14 @@ int atomic_open(atomic_file *af, const char *path, const char *what, char *err, 
     }
     struct stat old;
     if (stat(af->target, &old) == 0 && S_ISREG(old.st_mode)) {
-        fchmod(fd, old.st_mode & 07777);  // a replaced file keeps its mode (a 0600 checkpoint stays 0600)
+        // A replaced file keeps its owner and group where the process may
+        // give them (root may; an ordinary user only a group of its own),
+        // then its mode (a 0600 checkpoint stays 0600) without setuid and
+        // setgid: they were set on other contents, and fchown clears them
+        // anyway. The sticky bit means nothing on a file; kept as it was.
+        // (Where neither is allowed, the new file is the process's own, as a fresh create is.)
+        if (fchown(fd, old.st_uid, old.st_gid) != 0) (void)!fchown(fd, (uid_t)-1, old.st_gid);
+        fchmod(fd, old.st_mode & 01777);
     } else {
         mode_t mask = umask(0);
         umask(mask);

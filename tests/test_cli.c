@@ -987,6 +987,20 @@ static int test_replaced_files_keep_their_mode(void) {
                    "%s over a %03o file: mode %03o, exit %d: %s", outs[i][1], (unsigned)want,
                    (unsigned)(st.st_mode & 07777), WEXITSTATUS(s), err_buf);
         }
+    // as root: a file of another user's keeps its owner and group, and a
+    // setuid or setgid bit is never carried onto the new contents (before: the
+    // new file was root's, with the old setuid mode)
+    if (getuid() == 0) {
+        write_file(tmp_path("own.json"), "x", 1);
+        EXPECT(chown(tmp_path("own.json"), 65534, 65534) == 0 && chmod(tmp_path("own.json"), 06755) == 0,
+               "cannot give own.json to nobody with mode 6755");
+        int s = run_train(SMALL " --steps 2 --json {T}/own.json");
+        struct stat st;
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && stat(tmp_path("own.json"), &st) == 0 && st.st_uid == 65534 &&
+                   st.st_gid == 65534 && (st.st_mode & 07777) == 0755,
+               "--json over nobody's 6755 file: owner %d:%d, mode %04o (want 65534:65534, 0755), exit %d: %s",
+               (int)st.st_uid, (int)st.st_gid, (unsigned)(st.st_mode & 07777), WEXITSTATUS(s), err_buf);
+    }
     return fails;
 }
 
