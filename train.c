@@ -72,13 +72,21 @@ static curve_point measure_point(const options *o, run_t *r, long step, double t
 // MPI: the global step from every process's share. Each process's gradient
 // is the mean over its targets, so it is weighted by its share of the
 // targets before the sum; the loss likewise. A stop signal that reached any
-// process stops them all after this step.
+// process stops them all after this step: the processes count each signal,
+// and the one they agree on is one that was sent (SIGTERM before SIGINT
+// before SIGHUP: a scheduler's stop outranks a keyboard's, which outranks a
+// closed terminal), never a mean of their numbers.
 static double combine_processes(model_t *m, const int *tgt, size_t n, double loss) {
+    static const int by_rank[] = {SIGTERM, SIGINT, SIGHUP};
     double mine = 0;
     for (size_t i = 0; i < n; i++) mine += tgt[i] >= 0;
-    double v[4] = {mine, mine ? loss * mine : 0.0, signals_stop() != 0, signals_stop()};
-    dist_sum_doubles(v, 4);
-    signals_set_agreed(v[2] > 0 ? (int)(v[3] / v[2]) : 0);
+    double v[5] = {mine, mine ? loss * mine : 0.0};
+    for (int k = 0; k < 3; k++) v[2 + k] = signals_stop() == by_rank[k];
+    dist_sum_doubles(v, 5);
+    int agreed = 0;
+    for (int k = 2; k >= 0; k--)
+        if (v[2 + k] > 0) agreed = by_rank[k];
+    signals_set_agreed(agreed);
     if (v[0] == 0) return loss;
     float w = (float)(mine / v[0]);
     for (size_t i = 0; i < m->tab.total; i++) m->grads[i] *= w;
