@@ -154,6 +154,18 @@ static int test_dead_process_ends_the_job(void) {
     return fails;
 }
 
+// The exit status a background job wrote into dir/name (-1: none).
+static int exit_status_in(const char *name) {
+    char path[128], rc[16] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(rc, sizeof rc, f)) rc[0] = 0;
+        fclose(f);
+    }
+    return rc[0] ? atoi(rc) : -1;
+}
+
 // A signal that reaches one process only: every process
 // stops after the same step, on the stop request they agreed on in that
 // step's sum, saves one checkpoint and exits 130. Before, the process that
@@ -175,16 +187,10 @@ static int test_signal_to_one_process(void) {
                    "for i in $(seq 1200); do [ -s %s/one.log ] && break; sleep 0.05; done; sleep %.2f; "
                    "kill -INT $(pgrep -f '^./train-mpi .*%s/one.ck' | sort -n | tail -1); wait",
                    2, dir, dir, dir, dir, dir, 0.1 + 0.3 * round, dir);
-        char path[128], rc[16] = "";
-        snprintf(path, sizeof path, "%s/one.rc", dir);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (!fgets(rc, sizeof rc, f)) rc[0] = 0;
-            fclose(f);
-        }
+        int rc = exit_status_in("one.rc");
         sh("cat %s/one.out", dir);
-        EXPECT(s == 0 && atoi(rc) == 130 && !strstr(out, "MPI_ERR") && !strstr(out, "TRUNCATE"),
-               "round %d: mpirun exited %s (want 130): %.400s", round, rc, out);
+        EXPECT(s == 0 && rc == 130 && !strstr(out, "MPI_ERR") && !strstr(out, "TRUNCATE"),
+               "round %d: mpirun exited %d (want 130): %.400s", round, rc, out);
         s = sh("./train --load %s/one.ck --threads 1 --eval-tokens 512", dir);
         EXPECT(s == 0, "round %d: the checkpoint does not load: %.300s", round, out);
         saved += s == 0;
@@ -213,17 +219,11 @@ static int test_different_signals_agree_on_one(void) {
                    "p=$(pgrep -f '^./train-mpi .*%s/two.ck' | sort -n); kill -INT $(echo $p | cut -d' ' -f1); "
                    "kill -TERM $(echo $p | cut -d' ' -f2); wait",
                    2, dir, dir, dir, dir, dir, dir);
-        char path[128], rc[16] = "";
-        snprintf(path, sizeof path, "%s/two.rc", dir);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (!fgets(rc, sizeof rc, f)) rc[0] = 0;
-            fclose(f);
-        }
+        int rc = exit_status_in("two.rc");
         sh("cat %s/two.out", dir);
-        EXPECT(s == 0 && (atoi(rc) == 143 || atoi(rc) == 130) && !strstr(out, "SIGHUP"),
-               "round %d: mpirun exited %s (want 143, or 130 where the signals fell in two steps): %.400s", round, rc, out);
-        term += atoi(rc) == 143;
+        EXPECT(s == 0 && (rc == 143 || rc == 130) && !strstr(out, "SIGHUP"),
+               "round %d: mpirun exited %d (want 143, or 130 where the signals fell in two steps): %.400s", round, rc, out);
+        term += rc == 143;
     }
     unsetenv("PELAB_TEST_STEP_SLEEP_MS");
     printf("    %d rounds of SIGINT to one process and SIGTERM to the other: %d agreed on SIGTERM, the rest on SIGINT\n",
