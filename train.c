@@ -76,8 +76,9 @@ static curve_point measure_point(const options *o, run_t *r, long step, double t
 // and the one they agree on is one that was sent (SIGTERM before SIGINT
 // before SIGHUP: a scheduler's stop outranks a keyboard's, which outranks a
 // closed terminal), never a mean of their numbers.
+static const int by_rank[] = {SIGTERM, SIGINT, SIGHUP};
+
 static double combine_processes(model_t *m, const int *tgt, size_t n, double loss) {
-    static const int by_rank[] = {SIGTERM, SIGINT, SIGHUP};
     double mine = 0;
     for (size_t i = 0; i < n; i++) mine += tgt[i] >= 0;
     double v[5] = {mine, mine ? loss * mine : 0.0};
@@ -93,6 +94,33 @@ static double combine_processes(model_t *m, const int *tgt, size_t n, double los
     dist_sum_floats(m->grads, m->tab.total);
     if (signals_agreed()) signals_adopt(signals_agreed());
     return v[1] / v[0];
+}
+
+// After training, a stop signal is acted on at fixed points only — after
+// the final save, before each evaluation length, before the outputs — and
+// by every process alike (under MPI the processes count each signal, as in
+// a step's sum, and stop on the one they agree on): never by one process
+// alone, and never in the middle of writing a file (the signal thread keeps
+// the signals until the last output is written; a second one still exits at
+// once, removing the temporary under way). Exits 128+signal; the checkpoint
+// was saved before, and no --json is written (the run did not finish).
+static void stop_point(const options *o, const char *where) {
+    int sig = signals_stop();
+    if (dist_size() > 1) {
+        double v[3];
+        for (int k = 0; k < 3; k++) v[k] = sig == by_rank[k];
+        dist_sum_doubles(v, 3);
+        sig = 0;
+        for (int k = 2; k >= 0; k--)
+            if (v[k] > 0) sig = by_rank[k];
+        if (sig) signals_adopt(sig);
+    }
+    if (!sig) return;
+    printf("interrupted by %s %s; %s\n", signal_name(sig), where,
+           o->save && !o->load ? "the run is saved" : o->load ? "nothing to save" : "nothing saved (no --save)");
+    fflush(stdout);
+    dist_finish();
+    exit(128 + sig);
 }
 
 // The progress line warns when the throughput since the last line (over at
@@ -238,6 +266,7 @@ static void evaluate_task(const options *o, run_t *r, eval_report *er) {
 static void evaluate(const options *o, run_t *r, eval_report *er) {
     memset(er, 0, sizeof *er);
     for (int i = 0; i < o->eval_ctx.n; i++) {
+        stop_point(o, "during the evaluations");
         int L = o->eval_ctx.v[i];
         eval_result *ev = &er->ev[i];
         if (o->attn_stats)
@@ -318,7 +347,7 @@ static void sample_text(const options *o, run_t *r) {
     float *p = xmalloc(sizeof(float) * V);
     for (int v = 0; v < V; v++)
         if (data_is_text(d, v)) last_text = v;
-    for (long s = 0; s < o->sample; s++) {
+    for (long s = 0; s < o->sample && !signals_stop(); s++) {  // a stop signal ends the sample where it is
         int start = n > T ? n - T : 0, len = n - start;
         for (int t = 0; t < T; t++) win[t] = t < len ? ctx[start + t] : 0;
         model_forward(m, &a, win, NULL, NULL);
@@ -384,25 +413,24 @@ static void write_outputs(const options *o, run_t *r, const train_report *tr, co
 
 // After the last step: the final save. Returns 0 when the run stopped early
 // (--stop-at) and has nothing to evaluate yet.
+// The test hooks' signal to the process itself (PELAB_TEST_SIGNAL_AT_SAVE,
+// _AT_OUTPUT). signal_thread takes it when the scheduler runs it; on busy
+// cores that could be after what follows, so wait (up to 10 s) as for a
+// signal that arrived just before it.
+static void raise_test_signal(int sig) {
+    if (!sig || (test_hooks()->kill_rank >= 0 && dist_rank() != test_hooks()->kill_rank)) return;
+    kill(getpid(), sig);
+    for (int ms = 0; ms < 10000 && !signals_stop(); ms++) usleep(1000);
+}
+
 static int finish_training(const options *o, const run_t *r, const train_report *tr) {
     // The handlers stay through the final save: a signal now waits for it.
-    if (test_hooks()->signal_at_save) {  // the test hook: a signal to the process as the save begins
-        kill(getpid(), test_hooks()->signal_at_save);
-        // signal_thread takes it when the scheduler runs it; on busy cores
-        // that could be after this small save, so wait (up to 10 s) as for
-        // a signal that arrived just before it.
-        for (int ms = 0; ms < 10000 && !signals_stop(); ms++) usleep(1000);
-    }
+    raise_test_signal(test_hooks()->signal_at_save);
     if (o->save && !o->load) {
         run_save(o, r, tr);
         if (!o->quiet) printf("saved %s at step %ld\n", o->save, tr->steps_done);
     }
-    signals_to_default();
-    if (signals_stop()) {
-        printf("interrupted by %s after training; %s\n", signal_name(signals_stop()), o->save ? "the run is saved" : "nothing saved (no --save)");
-        fflush(stdout);
-        exit(128 + signals_stop());
-    }
+    stop_point(o, "after training");
     if (o->stop_at && tr->steps_done < o->steps && !tr->solved_step) {
         printf("stopped at step %ld of %ld; continue with --resume %s\n", tr->steps_done, o->steps, o->save);
         return 0;
@@ -429,7 +457,15 @@ int main(int argc, char **argv) {
     }
     eval_report er;
     evaluate(&o, run, &er);
-    if (dist_rank() == 0) write_outputs(&o, run, &tr, &er);
+    stop_point(&o, "after the evaluations");
+    if (dist_rank() == 0) {
+        raise_test_signal(test_hooks()->signal_at_output);
+        write_outputs(&o, run, &tr, &er);
+        if (signals_stop())
+            printf("a stop signal (%s) came while the outputs were written; they are complete\n",
+                   signal_name(signals_stop()));
+    }
+    signals_to_default();
     for (int i = 0; i < MAX_EVAL_CTX; i++) free(er.attn[i]), free(er.probe[i]);
     dist_finish();
     return report_stdout_status(&o, er.any_ok && !er.failed && !run->outputs_failed ? 0 : EXIT_RUNTIME);

@@ -19,6 +19,7 @@ const test_hooks_t *test_hooks(void) {
             .kill_rank = env_long("PELAB_TEST_KILL_RANK", -1),
             .kill_at = env_long("PELAB_TEST_KILL_AT", -1),
             .signal_at_save = (int)env_long("PELAB_TEST_SIGNAL_AT_SAVE", 0),
+            .signal_at_output = (int)env_long("PELAB_TEST_SIGNAL_AT_OUTPUT", 0),
             .mem_available = mem ? atof(mem) : -1,
             .cgroup_dir = getenv("PELAB_TEST_CGROUP_DIR"),
             .cgroup_root = getenv("PELAB_TEST_CGROUP_ROOT"),

@@ -1756,6 +1756,18 @@ static int test_signals_at_the_wrong_moment(void) {
     char head[600] = "";
     if (f) head[fread(head, 1, sizeof head - 1, f)] = '\0', fclose(f);
     EXPECT(strstr(head + 28, "step=12\n"), "the checkpoint after SIGTERM at the save is not at step 12");
+    // SIGTERM as the outputs begin: they are written whole (the signal thread
+    // keeps the signals until the last one; before, the default handler was
+    // back and killed the process mid-write, leaving the temporary)
+    child_env = "PELAB_TEST_SIGNAL_AT_OUTPUT=15";
+    remove(tmp_path("late.json"));
+    s = run_train(SMALL " --steps 4 --json {T}/late.json --attn-png {T}/late.png --sample 20");
+    child_env = NULL;
+    static char js[1 << 14];
+    slurp(tmp_path("late.json"), js, sizeof js);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(js, "\"eval\"") && file_size(tmp_path("late.png")) > 0 &&
+               strstr(out_buf, "they are complete") && count_temporaries("late.") == 0,
+           "SIGTERM as the outputs begin: exit %d, JSON %zu bytes, stdout %s", WEXITSTATUS(s), strlen(js), out_buf);
     return fails;
 }
 

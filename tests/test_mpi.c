@@ -231,6 +231,28 @@ static int test_different_signals_agree_on_one(void) {
     return fails;
 }
 
+// A stop signal to one process after the last step's agreement (as the
+// final save begins: the hook PELAB_TEST_SIGNAL_AT_SAVE, on process 1
+// only) is acted on by both, after the save, at the point they agree on:
+// both exit 130 with the checkpoint saved (before: process 1 exited alone,
+// and mpirun aborted the job).
+static int test_signal_after_the_last_step(void) {
+    int fails = 0;
+    if (!have_mpi()) return printf("    no ./train-mpi or mpirun\n"), TEST_SKIPPED;
+    setenv("PELAB_TEST_SIGNAL_AT_SAVE", "2", 1);
+    setenv("PELAB_TEST_KILL_RANK", "1", 1);
+    int s = sh("timeout 300 " MPIRUN "./train-mpi " SHAPE "--steps 6 --until-solved 0 --batch 4 --save %s/late.ck "
+               "--json %s/late.json", 2, dir, dir);
+    unsetenv("PELAB_TEST_SIGNAL_AT_SAVE");
+    unsetenv("PELAB_TEST_KILL_RANK");
+    EXPECT(s == 130 && strstr(out, "interrupted by SIGINT after training") && !strstr(out, "MPI_ABORT") &&
+               !strstr(out, "MPI_ERR"),
+           "SIGINT to process 1 at the final save: exit %d (want 130 from both): %.600s", s, out);
+    s = sh("./train --load %s/late.ck --threads 1 --eval-tokens 512", dir);
+    EXPECT(s == 0, "the checkpoint saved before the stop does not load: %.300s", out);
+    return fails;
+}
+
 // Processes given different settings (mpirun's "A : B" form) are refused
 // before training on every process, not left to train two models.
 static int test_different_settings_refused(void) {
@@ -256,6 +278,7 @@ const test_case mpi_tests[] = {
     {"mpi/different_settings_refused", test_different_settings_refused},
     {"mpi/a_signal_to_one_process_stops_all", test_signal_to_one_process},
     {"mpi/different_signals_agree_on_one", test_different_signals_agree_on_one},
+    {"mpi/a_signal_after_the_last_step_stops_all", test_signal_after_the_last_step},
     {"mpi/two_processes_take_the_step_of_one", test_two_processes_one_step},
     {"mpi/resume_with_another_process_count", test_resume_other_process_count},
     {"mpi/evaluations_split_over_processes", test_evaluations_split_over_processes},
