@@ -431,4 +431,24 @@ void run_check_same_settings(const options *o, const run_t *r) {
                       "from %08x to %08x); give every process the same command line", dist_size(),
                       s->name ? "--" : "", s->name ? s->name : "an encoding's option", dist_rank(), h, lo, hi);
     }
+    // The same text may name different files (each process has its own
+    // working folder, or its own machine): the processes compare what the
+    // paths name — the corpus's size and CRC-32, and the model they start
+    // from (its weights' CRC-32 and step: a --load, --resume or --init file,
+    // or the weights a --seed makes).
+    uint64_t size;
+    uint32_t crc;
+    data_identity(&r->d, &size, &crc);
+    unsigned lo, hi, corpus = crc ^ (unsigned)size ^ (unsigned)(size >> 32);
+    dist_min_max(corpus, &lo, &hi);
+    if (lo != hi)
+        die_runtime("the %d processes read different corpora under --data %s (process %d's: %llu bytes, CRC-32 %08x); "
+                    "give every process the same file", dist_size(), o->data, dist_rank(), (unsigned long long)size,
+                    (unsigned)crc);
+    unsigned model = crc32_update(0, r->m.params, sizeof(float) * r->m.tab.total) ^ (unsigned)r->st.step;
+    dist_min_max(model, &lo, &hi);
+    if (lo != hi)
+        die_runtime("the %d processes start from different models (process %d's weights' CRC-32 and step %ld: %08x)%s; "
+                    "give every process the same checkpoint", dist_size(), dist_rank(), r->st.step, model,
+                    o->load ? " under --load" : o->resume ? " under --resume" : o->init ? " under --init" : "");
 }

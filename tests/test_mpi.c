@@ -271,6 +271,23 @@ static int test_different_settings_refused(void) {
     s = sh("timeout 120 mpirun --oversubscribe --bind-to none -np 1 ./train-mpi " MODEL "--eval-tokens 2048 --steps 5 "
            "--batch 4 --threads 1 : -np 1 ./train-mpi " MODEL "--eval-tokens 2048 --steps 5 --batch 4 --threads 2");
     EXPECT(s == 0, "different --threads per process: exit %d: %.400s", s, out);
+    // the same text naming different files (each process in its own folder): compared by what they name
+    sh("(mkdir -p %s/w1 %s/w2 && head -c 6000 /usr/share/common-licenses/GPL-3 > %s/w1/c.txt && "
+       "tail -c 6000 /usr/share/common-licenses/GPL-3 > %s/w2/c.txt)", dir, dir, dir, dir);
+    s = sh("cd %s && timeout 120 mpirun --oversubscribe --bind-to none -np 1 -wdir %s/w1 $OLDPWD/train-mpi " SHAPE
+           "--data c.txt --steps 2 --batch 4 : -np 1 -wdir %s/w2 $OLDPWD/train-mpi " SHAPE "--data c.txt --steps 2 --batch 4",
+           dir, dir, dir);
+    EXPECT(s != 0 && s != 124 && strstr(out, "read different corpora under --data c.txt"),
+           "two different files named c.txt: exit %d: %.400s", s, out);
+    // the same settings (one run stopped at two steps): only the weights and the step differ
+    sh("(here=$PWD; cd %s/w1 && $here/train --d-model 32 --layers 2 --heads 2 --ctx 32 --quiet --threads 1 --data c.txt "
+       "--steps 4 --stop-at 2 --batch 4 --save r.ck && cd %s/w2 && $here/train --d-model 32 --layers 2 --heads 2 --ctx 32 "
+       "--quiet --threads 1 --data %s/w1/c.txt --steps 4 --stop-at 3 --batch 4 --save r.ck)", dir, dir, dir);
+    s = sh("cd %s && timeout 120 mpirun --oversubscribe --bind-to none -np 1 -wdir %s/w1 $OLDPWD/train-mpi --load r.ck "
+           "--data %s/w1/c.txt --threads 1 --quiet --eval-tokens 512 : -np 1 -wdir %s/w2 $OLDPWD/train-mpi --load r.ck "
+           "--data %s/w1/c.txt --threads 1 --quiet --eval-tokens 512", dir, dir, dir, dir, dir);
+    EXPECT(s != 0 && s != 124 && strstr(out, "start from different models") && !strstr(out, "MPI_ERR"),
+           "two different checkpoints named r.ck: exit %d: %.400s", s, out);
     return fails;
 }
 
