@@ -2,6 +2,7 @@
 #include "run.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -204,10 +205,33 @@ static void check_same_corpus(const options *o, const run_t *r) {
                     (unsigned long long)size, (unsigned)crc);
 }
 
+// A value that breaks a rule between settings: the command line's mistake
+// when the option was given there (exit 2), else the checkpoint's — a value
+// that came from a file is a corrupt file, whatever rule it breaks (exit 1,
+// naming the file and the key).
+static void refuse_value(const options *o, const char *option, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+static void refuse_value(const options *o, const char *option, const char *fmt, ...) {
+    char why[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    const char *file = o->load ? o->load : o->resume ? o->resume : o->init;
+    const setting *s = settings_find(option);
+    if (options_given(o, option) || !file || !s || !s->key) die_usage("%s", why);
+    die_runtime("checkpoint '%s' is corrupt: its settings contradict each other at '%s' (%s)", file, s->key, why);
+}
+
 // --data task:NAME: its sizes, and a --ctx that fits the longest training
 // instance when none is given; the task options are refused for other data.
 static void resolve_task(options *o, run_t *r, int from) {
-    if (!data_has(&r->d, CORPUS_TASKS)) return;
+    if (!data_has(&r->d, CORPUS_TASKS)) {
+        if (o->task_ignore)  // the command line's is refused by its needs; a checkpoint's here
+            refuse_value(o, "task-ignore", "--task-ignore needs --data task:flipflop or task:selective-copy, not %s",
+                         o->data);
+        return;
+    }
     char err[512], sizes[32];
     const char *train = o->task_len;
     task_range was;  // --load (which refuses --task-len): the sizes the checkpoint trained on, from its identity
@@ -215,13 +239,14 @@ static void resolve_task(options *o, run_t *r, int from) {
         snprintf(sizes, sizeof sizes, "%d:%d", was.lo, was.hi);
         train = sizes;
     }
-    if (!data_task_sizes(&r->d, train, o->test_len, err, sizeof err)) die_usage("%s", err);
+    if (!data_task_sizes(&r->d, train, o->test_len, err, sizeof err))
+        refuse_value(o, options_given(o, "test-len") ? "test-len" : "task-len", "%s", err);
     if (o->task_ignore) {
         char *end;
         double p = strtod(o->task_ignore, &end);
         if (end == o->task_ignore || *end || !isfinite(p))
-            die_usage("--task-ignore '%s': expected a probability, e.g. 0.8", o->task_ignore);
-        if (!task_check_ignore(r->d.task, p, err, sizeof err)) die_usage("%s", err);
+            refuse_value(o, "task-ignore", "--task-ignore '%s': expected a probability, e.g. 0.8", o->task_ignore);
+        if (!task_check_ignore(r->d.task, p, err, sizeof err)) refuse_value(o, "task-ignore", "%s", err);
         r->d.task_ignore = (float)p;
     }
     if (!from && !o->init && !options_given(o, "ctx")) o->ctx = task_len_at(r->d.task, r->d.train_len.hi, r->d.task_ignore);
@@ -363,15 +388,15 @@ void run_resolve(options *o, run_t *r) {
         r->have_model = 1;
         model_init_weights(&r->m, (unsigned long long)o->seed);
     } else if (r->m.cfg.vocab != r->d.vocab) {
-        die_usage("checkpoint '%s' has a vocabulary of %d but --data %s has %d; give the --data it was trained on",
-                  o->load ? o->load : o->resume, r->m.cfg.vocab, o->data, r->d.vocab);
+        refuse_value(o, "data", "checkpoint '%s' has a vocabulary of %d but --data %s has %d; give the --data it was "
+                     "trained on", o->load ? o->load : o->resume, r->m.cfg.vocab, o->data, r->d.vocab);
     }
     check_same_corpus(o, r);
     r->m.attn_fused = o->attn_kernel == 1;  // how attention is computed, not part of the model
     if (o->resume) r->d.rng.s = r->st.data_rng;
     // training rows must hold an instance; with --load nothing trains (an
     // evaluation sizes its own windows, and refuses a length it cannot hold)
-    if (!o->load && !data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) die_usage("%s", err);
+    if (!o->load && !data_check_ctx(&r->d, (int)o->ctx, err, sizeof err)) refuse_value(o, "ctx", "%s", err);
     if (strlen(o->data) >= CKPT_PATH_MAX && o->save) die_usage("--data: a path of %zu bytes is longer than any the system opens", strlen(o->data));
     check_sampling(o, r);
     if (o->stop_at && o->stop_at < o->steps)  // the options of what follows training would do nothing

@@ -1849,6 +1849,30 @@ static int test_checkpoints_that_lie(void) {
         EXPECT_EXIT(s, 1, "a checkpoint with opt.rope-scale=%s: exit %d (%s)", choices[i], WEXITSTATUS(s), err_buf);
         EXPECT(strstr(err_buf, "corrupt") && !strstr(out_buf, "(null)"), "opt.rope-scale=%s: %s", choices[i], err_buf);
     }
+    // a value that breaks a rule between settings is the file's fault, not the
+    // command line's: exit 1, "corrupt", naming the key (before: exit 2 and
+    // advice to give options that were never given, or accepted)
+    s = run_train(SMALL " --steps 4 --stop-at 2 --save {T}/half.ck");
+    s = run_train(SMALL_TASK " --data task:flipflop --steps 2 --save {T}/ff.ck");
+    static const struct {
+        const char *file, *key, *value, *how, *names;
+    } rules[] = {
+        {"half.ck", "ctx", "1", "--resume", "'ctx'"},
+        {"half.ck", "data", "task:copy", "--resume", "'data'"},
+        {"half.ck", "data", "task:copy", "--load", "'data'"},
+        {"ok.ck", "data_crc32", "0\ntask_ignore=0.5", "--load", "'task_ignore'"},   // a task option in a cats checkpoint
+        {"ff.ck", "data_crc32", "0\ntask_ignore=nan", "--load", "'task_ignore'"},   // not a probability
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        char a[512];
+        rewrite_settings(tmp_path(rules[i].file), tmp_path("rule.ck"), rules[i].key, rules[i].value);
+        snprintf(a, sizeof a, "--quiet --threads 2 %s {T}/rule.ck%s", rules[i].how,
+                 strcmp(rules[i].how, "--resume") ? "" : " --save {T}/rule.ck");
+        s = run_train(a);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(err_buf, "corrupt") && strstr(err_buf, rules[i].names),
+               "%s of a checkpoint with %s=%s: exit %d (%s)", rules[i].how, rules[i].key, rules[i].value,
+               WEXITSTATUS(s), err_buf);
+    }
     // a field with a terminal escape sequence is shown escaped, never raw
     rewrite_settings(tmp_path("ok.ck"), tmp_path("esc.ck"), "data", "\033[31mred.txt");
     s = run_train("--quiet --threads 2 --resume {T}/esc.ck");
