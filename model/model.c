@@ -242,13 +242,32 @@ int model_fits_in_memory(const model_t *m, int B, int T, int training, char *err
                 training ? "activations, weights, gradients, AdamW moments" : "activations", err, cap);
 }
 
+// run_bytes of a model built only to be measured. A size too large even to
+// count ends the run inside run_bytes (a checked product refuses it): the
+// model is freed first, so that the refusal leaks nothing (the sanitizer
+// build's exit 23 before).
+static double plan_bytes(model_t *m, int B, int T, int training) {
+    jmp_buf here, *outer = die_jump;
+    int status = setjmp(here);
+    if (status) {
+        die_jump = outer;
+        model_free(m);
+        if (outer) longjmp(*outer, status);
+        exit(status);
+    }
+    die_jump = &here;
+    double bytes = run_bytes(m, B, T, training);
+    die_jump = outer;
+    return bytes;
+}
+
 int model_plan_fits(const model_config *cfg, int attn_fused, int B, int T, int training, double other_bytes,
                     const char *other_what, char *err, size_t cap) {
     model_t m;
     model_build(&m, cfg);
     m.attn_fused = attn_fused;
     if (!training) B = 1;
-    double need = run_bytes(&m, B, T, training) + other_bytes;
+    double need = plan_bytes(&m, B, T, training) + other_bytes;
     if (!training) need += (double)m.tab.total * sizeof(float);  // the weights; run_bytes counts them when training
     char what[256];
     snprintf(what, sizeof what, "%s%s%s", training ? "activations, weights, gradients, AdamW moments" : "activations, weights",
