@@ -264,6 +264,8 @@ static int test_bad_input_table(void) {
         {"--data {T}/head.bin", 1, "inside its 1024-byte header"},
         {"--data {T}/foreign.bin", 1, "not an llm.c token shard"},
         {"--data task:nosuch", 2, "no such task"},
+        // a size too large even to count (the sanitizer build leaked the model measured for it)
+        {"--d-model 16384 --heads 16 --ctx 1048576 --batch 65536 --layers 256", 2, "too large to allocate"},
         {"--data task:copy --task-len 5", 2, "--task-len"},
         {"--data task:copy --task-len 0:3", 2, "--task-len"},
         {"--data task:copy --task-len 1:4 --test-len 3:8", 2, "overlaps"},
