@@ -217,6 +217,27 @@ def median_solve(times, solved):
     return fix(med), fix(lo), fix(hi)
 
 
+def fit_at(x, y, x0):
+    """The least-squares line of y on x, read at x0: (value, lo, hi), the
+    95% interval of the line's mean there (not of one new run); NaNs where
+    fewer than 3 pairs or a single x. At an x0 outside the x fitted this is
+    an extrapolation, which the interval does not make safe: it assumes the
+    line holds there."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(x)
+    if n < 3 or np.ptp(x) == 0:
+        return math.nan, math.nan, math.nan
+    r = sps.linregress(x, y)
+    resid = y - (r.intercept + r.slope * x)
+    s = math.sqrt(float(resid @ resid) / (n - 2))
+    se = s * math.sqrt(1 / n + (x0 - x.mean()) ** 2 / float(((x - x.mean()) ** 2).sum()))
+    t = float(sps.t.ppf(1 - ALPHA / 2, n - 2))
+    v = r.intercept + r.slope * x0
+    return float(v), float(v - t * se), float(v + t * se)
+
+
 def slope_ci(x, y):
     """Least-squares slope of y on x over the finite pairs: (slope, lo, hi,
     smallest slope detectable with 80% power at α = 0.05, n); NaNs where

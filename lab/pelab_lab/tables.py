@@ -551,24 +551,34 @@ def scale(name, t, stem, spec):
                                      else "— (refused)")
                 rows.append(cells)
             parts += ["", what + ".", "", _md(["pe"] + szs, rows)]
-    fit_rows, fits = [], []
+    fit_rows, fits, beyond_rows = [], [], []
+    beyond = 10.0   # how far past the largest size the fitted lines are read (extrapolation)
     for L0 in sorted(evals["train_ctx"].unique()):
         g = evals[evals["train_ctx"] == L0]
         if g["size"].nunique() < 2:
             continue
+        n_far = beyond * float(g["params"].max())
         for pe in _ordered(g, "pe"):
             h = g[g["pe"] == pe]
             one = h[h["factor"] == 1]
             a, alo, ahi, n = _slope(np.log(one["params"]), np.log(one["loss"]))
             row = {"pe": pe, "train_ctx": L0, "n": n, "loss_exponent": a, "loss_exponent_lo": alo, "loss_exponent_hi": ahi}
             cells = [pe, L0, n, f"{-a:.3f} [{-ahi:.3f}, {-alo:.3f}]" if np.isfinite(a) else "—"]
+            # the same lines read at beyond × the largest N: exp of the fitted log loss, as a perplexity; the ratio
+            ppl = [math.exp(math.exp(v)) for v in stats.fit_at(np.log(one["params"]), np.log(one["loss"]), math.log(n_far))]
+            row.update({"far_params": n_far, "far_ppl": ppl[0], "far_ppl_lo": ppl[1], "far_ppl_hi": ppl[2]})
+            far = [pe, L0, f"{ppl[0]:.2f} [{ppl[1]:.2f}, {ppl[2]:.2f}]" if np.isfinite(ppl[0]) else "—"]
             for f in (4, 16):
                 r = h[h["factor"] == f]
                 b, blo, bhi, m = _slope(np.log(r["params"]), r["log_ratio"])
                 row.update({f"ratio{f}_slope": b, f"ratio{f}_slope_lo": blo, f"ratio{f}_slope_hi": bhi})
                 cells.append(f"{b:+.3f} [{blo:+.3f}, {bhi:+.3f}]" if np.isfinite(b) else "—")
+                q = [math.exp(v) for v in stats.fit_at(np.log(r["params"]), r["log_ratio"], math.log(n_far))]
+                row.update({f"far_ratio{f}": q[0], f"far_ratio{f}_lo": q[1], f"far_ratio{f}_hi": q[2]})
+                far.append(f"{q[0]:.2f} [{q[1]:.2f}, {q[2]:.2f}]" if np.isfinite(q[0]) else "—")
             fits.append(row)
             fit_rows.append(cells)
+            beyond_rows.append(far)
     pd.DataFrame(fits).to_csv(f"{stem}_fit.csv", index=False)
     if fit_rows:
         parts += ["", "Trends with size, per encoding: the power law loss ∝ N^−α fitted by least squares to every run's "
@@ -576,7 +586,14 @@ def scale(name, t, stem, spec):
                   "extrapolation ratio against log N (0: the ratio does not change with size; negative: larger models "
                   "extrapolate better). A fit over the sizes this table has, not beyond them.", "",
                   _md(["pe", "train ctx", "runs", "α (loss ∝ N^−α)", "slope of log ratio 4×", "slope of log ratio 16×"],
-                      fit_rows)]
+                      fit_rows),
+                  "", f"**Extrapolation, not measurement.** The same lines read at {beyond:g}× the largest model trained "
+                  f"at each length (N = {beyond * evals['params'].max():,.0f} at the largest): the perplexity at the "
+                  "training length and the extrapolation ratios the fitted trends give there, each with the 95% "
+                  "interval of the fitted line (not of one run). No model of that size was trained; the interval "
+                  "assumes the trend stays a straight line in log N, which nothing here tests.", "",
+                  _md(["pe", "train ctx", f"ppl at {beyond:g}× N", f"ratio 4× at {beyond:g}× N",
+                       f"ratio 16× at {beyond:g}× N"], beyond_rows)]
     figures.scale_panels(evals, f"{name}: loss and extrapolation against model size", stem)
     parts += ["", f"![{name}]({stem.split('/')[-1]}.png)"]
     return "\n".join(parts)

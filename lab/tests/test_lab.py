@@ -205,6 +205,22 @@ class Configs(unittest.TestCase):
 
 
 class Stats(unittest.TestCase):
+    def test_fit_at_by_hand(self):
+        """The fitted line read at x0, with the interval of its mean there:
+        exact on a straight line; wider the further x0 is from the data."""
+        v, lo, hi = stats.fit_at([1, 2, 3, 4], [3, 5, 7, 9], 10)
+        self.assertAlmostEqual(v, 21)
+        self.assertAlmostEqual(lo, 21)
+        x, y = [0, 1, 2, 3], [0.1, 0.9, 2.2, 2.8]
+        near, far = stats.fit_at(x, y, 1.5), stats.fit_at(x, y, 30)
+        self.assertLess(near[2] - near[1], far[2] - far[1])
+        # by hand at the mean of x: the mean of y, ± t(0.975, 2) · s / sqrt(4)
+        b = sum((a - 1.5) * (c - 1.5) for a, c in zip(x, y)) / 5.0
+        s = math.sqrt(sum((c - (1.5 + b * (a - 1.5))) ** 2 for a, c in zip(x, y)) / 2)
+        self.assertAlmostEqual(near[0], 1.5)
+        self.assertAlmostEqual(near[2] - near[0], 4.302652729911275 * s / 2, places=9)
+        self.assertTrue(math.isnan(stats.fit_at([1, 1, 1], [1, 2, 3], 2)[0]))
+
     def test_mean_ci_by_hand(self):
         e = stats.mean_ci([1.0, 2.0, 4.0])
         sd = math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2)
