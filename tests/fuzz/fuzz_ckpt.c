@@ -24,19 +24,23 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     fclose(f);
     jmp_buf jb;
     die_jump = &jb;
+    static run_t r;  // static: what a die inside the header printing leaves is still freed below
+    static run_state st;
+    static int loaded;
+    loaded = 0;
     if (setjmp(jb) == 0) {
-        model_t m;
         static options file;
-        run_state st;
         char err[1024];
-        if (ckpt_load(path, NULL, 0, &m, &file, &st, size & 1, err, sizeof err) == 0) {
-            static run_t r;
-            memset(&r, 0, sizeof r);
-            r.m = m;
+        memset(&r, 0, sizeof r);
+        if (ckpt_load(path, NULL, 0, &r.m, &file, &st, size & 1, err, sizeof err) == 0) {
+            loaded = 1;
             r.start_step = st.step;
             report_header(&file, &r);
-            model_free(&r.m);
         }
+    }
+    if (loaded) {
+        model_free(&r.m);
+        run_state_release(&st);  // the learning curve the file held
     }
     die_jump = NULL;
     return 0;
