@@ -109,7 +109,10 @@ static void print_pe_options(FILE *f) {
         pe_option_takers(list[i]->name, takers, sizeof takers);
         snprintf(help, sizeof help, "%s (%s)", list[i]->help, takers);
         pe_defaults_text(list[i]->name, def, sizeof def);
-        print_option(f, list[i]->name, list[i]->type == PE_OPT_CHOICE ? "KIND" : list[i]->type == PE_OPT_INT ? "N" : "X",
+        print_option(f, list[i]->name, list[i]->type == PE_OPT_CHOICE ? "KIND"
+                     : list[i]->type == PE_OPT_INT  ? "N"
+                     : list[i]->type == PE_OPT_LIST ? "X,X,..."
+                                                    : "X",
                      help, def);
     }
 }
@@ -298,9 +301,7 @@ void options_parse(options *o, int argc, char **argv) {
         }
         if (c >= PE_OPT_BASE && c < PE_OPT_BASE + npe) {
             const pe_option *p = pe_list[c - PE_OPT_BASE];
-            double v;
-            if (!pe_option_parse(p, optarg, &v, err, sizeof err)) die_usage("%s", err);
-            if (!config_set(&o->pe_opts, p->name, v)) die_usage("too many encoding options");
+            if (!pe_option_set(p, optarg, &o->pe_opts, err, sizeof err)) die_usage("%s", err);
             continue;
         }
         if (c < 256 || c >= 256 + settings_count) {

@@ -9,9 +9,12 @@
 // Options given for the encodings, by name ("rope-base"); an encoding takes
 // its declared default for an option not listed here (model/pe/pe.h).
 #define PE_MAX_SETTINGS 16
+#define PE_MAX_LIST 64  // the most values a list option (e.g. --rope-factors) holds
 typedef struct {
     char name[32];
-    double value;  // ints and choices (the index) are stored exactly
+    double value;  // ints and choices (the index) are stored exactly; a list: its length
+    int n_list;    // a list's length (1..PE_MAX_LIST), its values in list[]; 0 for a single value
+    float list[PE_MAX_LIST];
 } pe_setting;
 
 typedef struct model_config {
@@ -28,6 +31,16 @@ typedef struct model_config {
 const pe_setting *config_setting(const model_config *c, const char *name);
 // Sets (or replaces) option `name`; returns 0 when the list is full.
 int config_set(model_config *c, const char *name, double value);
+// Sets (or replaces) option `name` to the list v[0..n) (1 ≤ n ≤ PE_MAX_LIST);
+// returns 0 when the list of settings is full or n is out of range.
+int config_set_list(model_config *c, const char *name, const float *v, int n);
+// Sets (or replaces) the option s names to s's value or list.
+int config_copy_setting(model_config *c, const pe_setting *s);
+// Parses "a,b,c" or "[a,b,c]" (finite numbers, as floats) into v; the
+// count (1..cap), or 0 when s is not such a list.
+int config_parse_list(const char *s, float *v, int cap);
+// Writes v[0..n) as "[a,b,c]" (9 digits: each float exactly).
+void config_format_list(const float *v, int n, char *buf, size_t cap);
 // Removes option `name` (its encoding's default applies again).
 void config_unset(model_config *c, const char *name);
 

@@ -103,7 +103,12 @@ static void encode_pe_options(text_buf *t, const model_t *m) {
     for (int i = 0; i < c->n_settings; i++) {
         const pe_option *o = NULL;
         for (int k = 0; k < PE_SLOTS && !o; k++) o = pe_option_find(m->pe[k].ops, c->settings[i].name, NULL);
-        if (o && (!o->eval_only || (o->tunes && c->base_ctx > 0)))
+        if (!o || (o->eval_only && !(o->tunes && c->base_ctx > 0))) continue;
+        if (c->settings[i].n_list) {
+            char buf[PE_FORMAT_MAX];
+            config_format_list(c->settings[i].list, c->settings[i].n_list, buf, sizeof buf);
+            text_add(t, "opt.%s=%s\n", c->settings[i].name, buf);
+        } else
             text_add(t, "opt.%s=%.17g\n", c->settings[i].name, c->settings[i].value);
     }
 }
@@ -199,9 +204,12 @@ static int decode_settings_lines(char *text, size_t n, options *o, run_state *st
         if (strncmp(key, "opt.", 4) == 0) {  // an encoding's option: the encodings check it with the model
             char *end;
             errno = 0;
-            double v = strtod(val, &end);
-            if (errno || end == val || *end || !isfinite(v) || config_setting(&o->pe_opts, key + 4) ||
-                !config_set(&o->pe_opts, key + 4, v)) {
+            float list[PE_MAX_LIST];
+            int n = *val == '[' ? config_parse_list(val, list, PE_MAX_LIST) : 0;  // a list is bracketed
+            double v = *val == '[' ? 0 : strtod(val, &end);
+            int ok = *val == '[' ? n > 0 : !errno && end != val && !*end && isfinite(v);
+            if (!ok || config_setting(&o->pe_opts, key + 4) ||
+                !(n ? config_set_list(&o->pe_opts, key + 4, list, n) : config_set(&o->pe_opts, key + 4, v))) {
                 snprintf(err, errlen, "bad option setting '%.40s=%.40s'", key, val);
                 return 0;
             }
@@ -514,7 +522,7 @@ int ckpt_load(const char *path, const pe_setting *extra, int n_extra, model_t *m
     uint64_t n = h.n;
     uint32_t flags = h.flags, crc = h.crc;
     size_t per_tensor_bytes = sizeof(float) * n;
-    for (int i = 0; i < n_extra; i++) config_set(&c, extra[i].name, extra[i].value);
+    for (int i = 0; i < n_extra; i++) config_copy_setting(&c, &extra[i]);
     if (n_extra && !model_config_check(&c, err, errlen)) {
         run_state_release(&h.s);
         fclose(f);

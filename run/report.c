@@ -96,8 +96,8 @@ void report_header(const options *o, const run_t *r) {
         const pe_ops *e = r->m.pe[sl].ops;
         for (int k = 0; e && e->options && e->options[k].name; k++) {
             if (!config_setting(c, e->options[k].name) || isnan(r->m.pe[sl].opt[k])) continue;
-            char buf[64];
-            pe_option_format(&e->options[k], r->m.pe[sl].opt[k], buf, sizeof buf);
+            char buf[PE_FORMAT_MAX];
+            pe_value_format(&r->m.pe[sl], k, buf, sizeof buf);
             printf(" %s=%s", e->options[k].name, buf);
         }
     }

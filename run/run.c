@@ -161,7 +161,7 @@ static void init_from_checkpoint(options *o, run_t *r) {
     model_config cfg = src.cfg;
     if (!cfg.base_ctx) cfg.base_ctx = cfg.ctx;
     cfg.ctx = (int)o->ctx;
-    for (int i = 0; i < o->pe_opts.n_settings; i++) config_set(&cfg, o->pe_opts.settings[i].name, o->pe_opts.settings[i].value);
+    for (int i = 0; i < o->pe_opts.n_settings; i++) config_copy_setting(&cfg, &o->pe_opts.settings[i]);
     if (!model_config_check(&cfg, err, sizeof err) || !pe_check_settings(cfg.pe, &cfg, err, sizeof err)) {
         model_free(&src);
         die_usage("--init %s: %s", o->init, err);

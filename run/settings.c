@@ -503,8 +503,8 @@ static void json_pe_options(FILE *f, const model_t *m, int *first) {
             if (isnan(v)) {
                 fprintf(f, "null");
             } else {
-                char buf[64];
-                pe_option_format(p, v, buf, sizeof buf);
+                char buf[PE_FORMAT_MAX];
+                pe_value_format(&m->pe[s], k, buf, sizeof buf);  // a LIST: a JSON array
                 if (p->type == PE_OPT_CHOICE) json_string(f, buf);
                 else fprintf(f, "%s", buf);
             }

@@ -1844,7 +1844,7 @@ static int test_checkpoints_that_lie(void) {
     s = run_train(SMALL " --pe rope --steps 2 --save {T}/rope.ck");
     s = run_train("--quiet --threads 2 --init {T}/rope.ck --rope-scale yarn --steps 2 --save {T}/yarn.ck");
     EXPECT_EXIT(s, 0, "fine-tuning with --rope-scale yarn: %s", err_buf);
-    static const char *const choices[] = {"-100000000", "-1", "4", "1.5", "nan"};
+    static const char *const choices[] = {"-100000000", "-1", "6", "1.5", "nan"};  // 6: one past longrope
     for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
         rewrite_settings(tmp_path("yarn.ck"), tmp_path("lie.ck"), "opt.rope-scale", choices[i]);
         s = run_train("--threads 2 --load {T}/lie.ck");
@@ -2342,12 +2342,60 @@ static int test_ignored_options_refused(void) {
     return fails;
 }
 
+// A list option (--rope-factors, LongRoPE's): kept by a fine-tune's
+// checkpoint as [a,b,...], written as a JSON array, overridden at --load and
+// then refused with the wrong count; malformed lists, values out of range and
+// a list given to a one-value option are refused with the option's name.
+static int test_list_option(void) {
+    int fails = 0;
+    int s = run_train(SMALL " --data cats --pe rope --steps 2 --save {T}/lr0.ck");
+    EXPECT_EXIT(s, 0, "base run: %s", err_buf);
+    s = run_train("--quiet --threads 2 --init {T}/lr0.ck --ctx 32 --steps 2 --rope-scale longrope "
+                  "--rope-factors 1,1.5,3,6.25 --save {T}/lr.ck --json {T}/lr.json");
+    EXPECT_EXIT(s, 0, "fine-tune with longrope: %s", err_buf);
+    static char text[1 << 16];
+    slurp(tmp_path("lr.ck"), text, sizeof text);
+    size_t n = 0;
+    for (size_t i = 0; i + 40 < sizeof text && !n; i++)
+        if (memcmp(text + i, "opt.rope-factors=[1,1.5,3,6.25]\n", 32) == 0) n = 1;
+    EXPECT(n, "the checkpoint's settings lack opt.rope-factors=[1,1.5,3,6.25]");
+    slurp(tmp_path("lr.json"), text, sizeof text);
+    EXPECT(strstr(text, "\"rope_factors\": [1,1.5,3,6.25]"), "--json lacks the list as an array");
+    s = run_train("--threads 2 --load {T}/lr.ck --eval-ctx 32");
+    EXPECT_EXIT(s, 0, "--load of the fine-tune: %s", err_buf);
+    EXPECT(strstr(out_buf, "rope-factors=[1,1.5,3,6.25]"), "the header does not name the list: %.300s", out_buf);
+    s = run_train("--threads 2 --load {T}/lr.ck --rope-factors 1,2");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "4 values, 2 given"), "two factors of four: %s", err_buf);
+    static const struct {
+        const char *args, *says;
+    } bad[] = {
+        {"--rope-scale longrope --rope-factors 1,,2,3", "not a list"},
+        {"--rope-scale longrope --rope-factors [1,2,3,4", "not a list"},
+        {"--rope-scale longrope --rope-factors 1,2,3,0", "value 4 of the list"},
+        {"--rope-scale longrope --rope-factors 1,2,inf,4", "not a list"},
+        {"--rope-scale longrope", "4 values, 0 given"},
+        {"--rope-factors 1,2,3,4", "longrope's"},
+        {"--rope-base 1,2", "not a number"},
+        {"--rope-scale yarn --rope-high-freq-factor 8", "llama3's"},
+        {"--rope-scale llama3 --rope-low-freq-factor 4 --rope-high-freq-factor 2", "must be below"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, SMALL " --data cats --pe rope --steps 1 %s", bad[i].args);
+        s = run_train(args);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, bad[i].says), "'%s': exit %d, %s", bad[i].args,
+               WEXITSTATUS(s), err_buf);
+    }
+    return fails;
+}
+
 const test_case cli_tests[] = {
     {"cli/ignored_options_refused", test_ignored_options_refused},
     {"cli/every_path_option_has_a_role", test_every_path_option_has_a_role},
     {"cli/results_schema_in_docs", test_results_schema_in_docs},
     {"cli/results_schema_covers_outputs", test_results_schema_covers_outputs},
     {"cli/json_golden", test_json_golden},
+    {"cli/list_option", test_list_option},
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"files/abandon_leaves_no_temporary", test_abandon_during_writes},
     {"cli/kill_during_save_leaves_loadable_checkpoint", test_kill_during_save},

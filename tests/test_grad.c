@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../model/attn.h"
+#include "../model/pe/rope.h"
 #include "../model/ops.h"
 #include "test.h"
 
@@ -209,11 +210,11 @@ static double at_loss(void *p) {
     at_run(c);
     return dot(c->dout, c->y, (size_t)c->B * c->T * c->m->cfg.d_model);
 }
-// rand_pos > 0: positions drawn as --rand-pos rand_pos draws them.
-static int attention_grad_case(const char *pe, int causal, int rand_pos, int fused) {
-    model_config cfg;
-    test_tiny_config(&cfg, pe, causal);
-    cfg.rand_pos = rand_pos;
+// cfg->rand_pos > 0: positions drawn as --rand-pos draws them.
+static int attention_grad_cfg(const model_config *given, int fused) {
+    model_config cfg = *given;
+    const char *pe = cfg.pe;
+    int causal = cfg.causal, rand_pos = cfg.rand_pos;
     model_t m;
     model_create(&m, &cfg);
     test_randomise_weights(&m, 21);
@@ -249,13 +250,19 @@ static int attention_grad_case(const char *pe, int causal, int rand_pos, int fus
         }
     fails = kink_tolerance(pe, fails, "attention");
     if (fails)
-        printf("    attention with pe=%s %s%s, %s kernel\n", pe, causal ? "causal" : "bidir", rand_pos ? " --rand-pos" : "",
-               fused ? "fused" : "blocks");
+        printf("    attention with pe=%s %s%s%s, %s kernel\n", pe, causal ? "causal" : "bidir", rand_pos ? " --rand-pos" : "",
+               cfg.base_ctx ? " fine-tuned" : "", fused ? "fused" : "blocks");
     free(pa.pos);
     free(c.y), free(c.att), free(c.qkv), free(c.qkv_in), free(c.dout), free(c.scratch);
     free(dqkv), free(seg), free(tok), free(tgt);
     model_free(&m);
     return fails;
+}
+static int attention_grad_case(const char *pe, int causal, int rand_pos, int fused) {
+    model_config cfg;
+    test_tiny_config(&cfg, pe, causal);
+    cfg.rand_pos = rand_pos;
+    return attention_grad_cfg(&cfg, fused);
 }
 static int attention_grad_cases(int fused) {
     int fails = 0;
@@ -270,6 +277,28 @@ static int attention_grad_cases(int fused) {
     return fails;
 }
 static int test_attention_grad(void) { return attention_grad_cases(0); }
+
+// RoPE fine-tuned with each context extension of rope.c's table (--init: the
+// extension applies in training, at factor ctx / base ctx = 2), both kernels;
+// LongRoPE with a factor per pair (head size 4: 2).
+static int test_rope_scalings_grad(void) {
+    int fails = 0;
+    for (int k = 1; k < rope_scaling_count; k++)
+        for (int fused = 0; fused < 2; fused++) {
+            model_config cfg;
+            test_tiny_config(&cfg, "rope", 1);
+            cfg.base_ctx = cfg.ctx / 2;
+            config_set(&cfg, "rope-scale", k);
+            if (strcmp(rope_scalings[k].name, "longrope") == 0) config_set_list(&cfg, "rope-factors", (float[]){1.5f, 3.0f}, 2);
+            char err[256];
+            EXPECT(model_config_check(&cfg, err, sizeof err), "rope fine-tuned with %s: %s", rope_scalings[k].name, err);
+            if (!model_config_check(&cfg, err, sizeof err)) continue;
+            int f = attention_grad_cfg(&cfg, fused);
+            if (f) printf("    (--rope-scale %s)\n", rope_scalings[k].name);
+            fails += f;
+        }
+    return fails;
+}
 static int test_attention_fused_grad(void) { return attention_grad_cases(1); }
 
 // ---- the whole model ---------------------------------------------------------------
@@ -328,6 +357,7 @@ static int test_model_grad(void) {
 
 const test_case grad_tests[] = {
     {"grad/layernorm", test_layernorm_grad},
+    {"grad/rope_scalings", test_rope_scalings_grad},
     {"grad/matmul", test_matmul_grad},
     {"grad/gelu", test_gelu_grad},
     {"grad/crossentropy", test_crossentropy_grad},

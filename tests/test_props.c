@@ -18,7 +18,6 @@
 
 void alibi_slopes(int H, float *out);
 int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance);
-enum { SCALE_NONE, SCALE_PI, SCALE_NTK, SCALE_YARN };  // --rope-scale's choices, in rope.c's order
 
 static float max_abs_diff(const float *a, const float *b, size_t n) {
     float m = 0.0f;
@@ -405,32 +404,60 @@ static int test_xl_fast_equals_direct(void) {
     return fails;
 }
 
-// PI, NTK and YaRN: identity at factor 1, and their formulas on a hand case.
+// The row of rope_scalings called name (the table is --rope-scale's choices).
+static int scaling(const char *name) {
+    for (int k = 0; k < rope_scaling_count; k++)
+        if (strcmp(rope_scalings[k].name, name) == 0) return k;
+    return -1;
+}
+
+// Every context extension of the table: identity at factor 1, and each one's
+// formula on a hand case (PI, NTK, YaRN, Llama 3, LongRoPE).
 static int test_rope_scaling_formulas(void) {
     int fails = 0;
     const int hs = 8, ctx = 64;  // θ_m = 10000^(−m/4)
-    const double b = 10000.0;
+    const float lam[4] = {1.0f, 1.5f, 3.0f, 7.0f};
+    rope_ext e = {.hs = hs, .ctx = ctx, .base = 10000.0, .s = 1.0f, .low = 1, .high = 4, .factors = lam, .n_factors = 4};
     float th0[4], th[4], pm, ms;
-    rope_frequencies(hs, ctx, b, SCALE_NONE, 1.0f, th0, &pm, &ms);
-    for (int k = SCALE_PI; k <= SCALE_YARN; k++) {
-        rope_frequencies(hs, ctx, b, k, 1.0f, th, &pm, &ms);
-        for (int i = 0; i < 4; i++) EXPECT(fabsf(th[i] - th0[i]) < 1e-7f * th0[i] + 1e-12f, "scale %d at factor 1 moved θ_%d", k, i);
-        EXPECT(pm == 1.0f && ms == 1.0f, "scale %d at factor 1: pos %g mscale %g", k, pm, ms);
+    rope_frequencies(&e, 0, th0, &pm, &ms);
+    EXPECT(rope_scaling_count >= 6 && strcmp(rope_scalings[0].name, "none") == 0, "the table starts with none");
+    for (int k = 0; k < rope_scaling_count; k++) {
+        rope_frequencies(&e, k, th, &pm, &ms);
+        for (int i = 0; i < 4; i++) EXPECT(th[i] == th0[i], "%s at factor 1 moved θ_%d", rope_scalings[k].name, i);
+        EXPECT(pm == 1.0f && ms == 1.0f, "%s at factor 1: pos %g mscale %g", rope_scalings[k].name, pm, ms);
     }
-    rope_frequencies(hs, ctx, b, SCALE_PI, 4.0f, th, &pm, &ms);
-    EXPECT(pm == 0.25f, "PI divides positions by s");
-    rope_frequencies(hs, ctx, b, SCALE_NTK, 4.0f, th, &pm, &ms);
+    e.s = 4.0f;
+    rope_frequencies(&e, scaling("pi"), th, &pm, &ms);
+    EXPECT(pm == 0.25f && ms == 1.0f, "PI divides positions by s");
+    rope_frequencies(&e, scaling("ntk"), th, &pm, &ms);
     double base = 10000.0 * pow(4.0, 8.0 / 6.0);
     for (int i = 0; i < 4; i++) EXPECT(fabs(th[i] - pow(base, -2.0 * i / 8)) < 1e-6 * pow(base, -2.0 * i / 8), "NTK θ_%d", i);
-    rope_frequencies(hs, ctx, b, SCALE_YARN, 4.0f, th, &pm, &ms);
-    for (int i = 0; i < 4; i++) {
-        double t = pow(10000.0, -2.0 * i / 8), r = 64 * t / (2 * M_PI), g = (r - 1) / 31;
-        g = g < 0 ? 0 : g > 1 ? 1 : g;
-        double want = (1 - g) * t / 4 + g * t;
-        EXPECT(fabs(th[i] - want) < 1e-6 * want, "YaRN θ_%d = %g, expected %g", i, th[i], want);
+    // YaRN (α 1, β 32) and Llama 3 (α 1, β 4 here): the same ramp by the
+    // turns r = ctx/λ_m of each pair in the trained length
+    for (int llama = 0; llama < 2; llama++) {
+        rope_frequencies(&e, scaling(llama ? "llama3" : "yarn"), th, &pm, &ms);
+        double beta = llama ? 4 : 32;
+        for (int i = 0; i < 4; i++) {
+            double t = pow(10000.0, -2.0 * i / 8), r = 64 * t / (2 * M_PI), g = (r - 1) / (beta - 1);
+            g = g < 0 ? 0 : g > 1 ? 1 : g;
+            double want = (1 - g) * t / 4 + g * t;
+            EXPECT(fabs(th[i] - want) < 1e-6 * want, "%s θ_%d = %g, expected %g", llama ? "llama3" : "YaRN", i, th[i], want);
+        }
+        double k = 0.1 * log(4.0) + 1;
+        EXPECT(fabs(ms - (llama ? 1 : k * k)) < 1e-6, "%s logit scale %g", llama ? "llama3" : "YaRN", ms);
     }
-    double k = 0.1 * log(4.0) + 1;
-    EXPECT(fabs(ms - k * k) < 1e-6, "YaRN logit scale %g, expected %g", ms, k * k);
+    // Llama 3's released setting (s 8, α 1, β 4, 8192 tokens, base 500000, head size 128): pair 0 kept, the last
+    // divided by 8, and pair 31 (λ ≈ 3,617, between 8192/4 and 8192) on the ramp
+    rope_ext l3 = {.hs = 128, .ctx = 8192, .base = 500000.0, .s = 8.0f, .low = 1, .high = 4};
+    float t3[64];
+    rope_frequencies(&l3, scaling("llama3"), t3, &pm, &ms);
+    double t31 = pow(500000.0, -62.0 / 128), g31 = (8192 * t31 / (2 * M_PI) - 1) / 3;
+    EXPECT(t3[0] == 1.0f && fabs(t3[63] - pow(500000.0, -126.0 / 128) / 8) < 1e-6 * t3[63] && g31 > 0 && g31 < 1 &&
+               fabs(t3[31] - ((1 - g31) * t31 / 8 + g31 * t31)) < 1e-6 * t31,
+           "llama3 at its released setting: θ_0 %g, θ_63 %g, θ_31 %g", t3[0], t3[63], t3[31]);
+    rope_frequencies(&e, scaling("longrope"), th, &pm, &ms);
+    for (int i = 0; i < 4; i++) EXPECT(fabs(th[i] - th0[i] / lam[i]) < 1e-6 * th[i], "LongRoPE θ_%d = θ/λ", i);
+    EXPECT(fabs(ms - (1 + log(4.0) / log(64.0))) < 1e-6 && pm == 1.0f, "LongRoPE logit scale %g", ms);
     return fails;
 }
 

@@ -307,26 +307,47 @@ static int test_module_matches_train(void) {
         fails += compare_group(&g, py, eval, &compared, &worst);
     }
     // RoPE's context extensions at evaluation, and p-RoPE
-    static const char *const scales[] = {"--rope-scale pi", "--rope-scale ntk", "--rope-scale yarn --rope-factor 2"};
-    for (int k = 0; k < 3; k++) {
-        char ev[128];
+    static const char *const scales[] = {"--rope-scale pi", "--rope-scale ntk", "--rope-scale yarn --rope-factor 2",
+                                         "--rope-scale llama3",
+                                         "--rope-scale llama3 --rope-low-freq-factor 0.5 --rope-high-freq-factor 2",
+                                         "--rope-scale longrope --rope-factors 1,1.5,3,6"};
+    // on one model trained 300 steps: at 12 its loss moves with the frequencies by about the tolerance (the
+    // module with llama3's β = 32 or LongRoPE's factors reversed passed), at 300 by 6e-4
+    char scaled[256], cmd[1024], out[4096];
+    snprintf(scaled, sizeof scaled, "%s/scaled.ck", dir);
+    snprintf(cmd, sizeof cmd, "./train --data %s --ctx 16 --pe rope --d-model 16 --layers 2 --heads 2 --batch 8 --steps 300 "
+             "--lr 0.01 --until-solved 0 --threads 1 --quiet --save %s", path, scaled);
+    int trained = run_capture(cmd, out, sizeof out);
+    EXPECT(trained == 0, "%s: exit %d: %.300s", cmd, trained, out);
+    for (size_t k = 0; k < sizeof scales / sizeof scales[0] && trained == 0; k++) {
+        char ev[160];
         snprintf(ev, sizeof ev, "--eval-ctx 16,64 %s", scales[k]);
-        fails += train_into(&g, dir, "rope", "causal", "", ev), models++;
+        snprintf(cmd, sizeof cmd, "./train --load %s %s --threads 1 --quiet --json %s/scaled%zu.json", scaled, ev, dir, k);
+        int rc = run_capture(cmd, out, sizeof out);
+        EXPECT(rc == 0, "%s: exit %d: %.300s", cmd, rc, out);
+        if (rc) continue;
+        snprintf(g.ck[g.n], sizeof g.ck[g.n], "%s", scaled);
+        snprintf(g.label[g.n], sizeof g.label[g.n], "rope (300 steps) %s", scales[k]);
+        snprintf(cmd, sizeof cmd, "%s/scaled%zu.json", dir, k);
+        g.nloss[g.n] = train_json_losses(cmd, g.loss[g.n], 4), g.n++, models++;
         fails += compare_group(&g, py, ev, &compared, &worst);
     }
     fails += train_into(&g, dir, "rope", "causal", "--rope-fraction 0.5", "--eval-ctx 16,32"), models++;
-    // a model fine-tuned longer with YaRN (--init): it keeps its extension
-    char cmd[1024], out[4096];
-    snprintf(cmd, sizeof cmd, "./train --init %s --rope-scale yarn --data %s --ctx 32 --steps 5 --threads 1 --quiet "
-             "--save %s/ft.ck && ./train --load %s/ft.ck --eval-ctx 16,32 --threads 1 --quiet --json %s/ft.json",
-             g.ck[0], path, dir, dir, dir);
-    int rc = run_capture(cmd, out, sizeof out);
-    EXPECT(rc == 0, "%s: exit %d: %.300s", cmd, rc, out);
-    if (rc == 0) {
+    // models fine-tuned longer with YaRN and LongRoPE (--init): each keeps its extension
+    char base_ck[256];
+    snprintf(base_ck, sizeof base_ck, "%s", g.ck[0]);
+    static const char *const tunes[] = {"yarn", "longrope --rope-factors 1,2,2.5,4"};
+    for (int t = 0; t < 2; t++) {
+        snprintf(cmd, sizeof cmd, "./train --init %s --rope-scale %s --data %s --ctx 32 --steps 5 --threads 1 --quiet "
+                 "--save %s/ft%d.ck && ./train --load %s/ft%d.ck --eval-ctx 16,32 --threads 1 --quiet --json %s/ft%d.json",
+                 base_ck, tunes[t], path, dir, t, dir, t, dir, t);
+        int rc = run_capture(cmd, out, sizeof out);
+        EXPECT(rc == 0, "%s: exit %d: %.300s", cmd, rc, out);
+        if (rc) continue;
         int k = g.n++;
-        snprintf(g.ck[k], sizeof g.ck[k], "%s/ft.ck", dir);
-        snprintf(g.label[k], sizeof g.label[k], "rope fine-tuned at 32 with --rope-scale yarn");
-        snprintf(cmd, sizeof cmd, "%s/ft.json", dir);
+        snprintf(g.ck[k], sizeof g.ck[k], "%s/ft%d.ck", dir, t);
+        snprintf(g.label[k], sizeof g.label[k], "rope fine-tuned at 32 with --rope-scale %s", tunes[t]);
+        snprintf(cmd, sizeof cmd, "%s/ft%d.json", dir, t);
         g.nloss[k] = train_json_losses(cmd, g.loss[k], 4), models++;
     }
     fails += compare_group(&g, py, "--eval-ctx 16,32", &compared, &worst);

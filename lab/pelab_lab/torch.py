@@ -50,7 +50,7 @@ ABSOLUTE = ("sinusoidal", "learned")
 RELATIVE = ("rope", "alibi", "t5", "xl", "shaw", "kerple", "sandwich", "dpb", "xpos", "fire", "cope")
 CAUSAL_ONLY = ("xpos", "fire", "cope")
 DPB_WIDTH = 32  # the hidden width of dpb's and fire's MLPs (model/pe/mlp.c)
-ROPE_SCALES = ("none", "pi", "ntk", "yarn")
+ROPE_SCALES = ("none", "pi", "ntk", "yarn", "llama3", "longrope")  # model/pe/rope.c's ROPE_SCALINGS, in order
 KERPLE_KINDS = ("log", "power")
 
 
@@ -86,6 +86,22 @@ def _choice(value, names):
     return names[int(value)]
 
 
+def _float_list(value, name):
+    """A list option's values as float32s: from a checkpoint "[a,b]" or "a,b",
+    or a JSON list; None when not given."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.strip().removeprefix("[").removesuffix("]").split(",")
+    try:
+        vals = [float(np.float32(float(v))) for v in value]
+    except (TypeError, ValueError):
+        raise PelabFileError(f"--{name} {value!r}: not a list of numbers") from None
+    if not vals or not all(math.isfinite(v) for v in vals):
+        raise PelabFileError(f"--{name} {value!r}: not a list of finite numbers")
+    return vals
+
+
 def resolve_options(cfg, opts):
     """Puts each encoding option in cfg: the value in opts, else the default the
     encoding declares (docs/encodings.md)."""
@@ -97,6 +113,9 @@ def resolve_options(cfg, opts):
     factor = opts.get("rope-factor")
     cfg["rope_factor"] = float(factor) if factor is not None else None
     cfg["rope_fraction"] = float(opts.get("rope-fraction", 1.0))
+    cfg["rope_low_freq_factor"] = float(opts.get("rope-low-freq-factor", 1.0))
+    cfg["rope_high_freq_factor"] = float(opts.get("rope-high-freq-factor", 4.0))
+    cfg["rope_factors"] = _float_list(opts.get("rope-factors"), "rope-factors")
     cfg["t5_buckets"] = int(opts.get("t5-buckets", 32))
     cfg["t5_max_distance"] = int(opts.get("t5-max-distance", 128))
     cfg["kerple_kind"] = _choice(opts.get("kerple-kind", "log"), KERPLE_KINDS)
@@ -446,19 +465,35 @@ def rope_extension(cfg, eval_len):
 def rope_frequencies(cfg, hs, eval_len):
     """(theta as float32, position multiplier, multiplier of q) under the extension."""
     scale, s = rope_extension(cfg, eval_len)
+    s = float(np.float32(s))  # the factor is a float in ./train
+    if s == 1.0:
+        scale = "none"  # every extension is the identity at factor 1
     base = float(np.float32(cfg["rope_base"]))
     ctx = cfg["base_ctx"] or cfg["ctx"]
     if scale == "ntk":
         base *= s ** (hs / max(hs - 2, 1))
     m = np.arange(hs // 2, dtype=np.float64)
     th = base ** (-2.0 * m / hs)
-    if scale == "yarn":  # Peng et al. 2023: a ramp between PI and no change by wavelength
-        g = np.clip((ctx / (2 * math.pi / th) - 1.0) / (32.0 - 1.0), 0.0, 1.0)
-        th = (1 - g) * th / s + g * th
+
+    def ramp(alpha, beta):  # YaRN's and Llama 3's: by the turns ctx/λ_m each pair makes in the trained length
+        g = np.clip((ctx / (2 * math.pi / th) - alpha) / (beta - alpha), 0.0, 1.0)
+        return (1 - g) * th / s + g * th
+
+    qmul = 1.0
+    if scale == "yarn":  # Peng et al. 2023: α 1, β 32, logits sharpened
+        th = ramp(1.0, 32.0)
+        qmul = float(np.float32(0.1 * math.log(s) + 1.0) ** 2)
+    elif scale == "llama3":  # Meta 2024: its own band edges, logits unchanged
+        th = ramp(cfg["rope_low_freq_factor"], cfg["rope_high_freq_factor"])
+    elif scale == "longrope":  # Ding et al. 2024: a searched factor per pair, logits x (1 + ln s / ln ctx)
+        lam = cfg["rope_factors"]
+        if not lam or len(lam) != hs // 2:
+            raise PelabFileError(f"--rope-scale longrope needs --rope-factors with {hs // 2} values (head size {hs} / 2)")
+        th = th / np.array(lam, dtype=np.float64)
+        qmul = float(np.float32(1.0 + math.log(s) / math.log(max(ctx, 2))))
     theta = th.astype(np.float32)
     theta[int(math.floor(cfg["rope_fraction"] * (hs // 2) + 0.5)):] = 0  # p-RoPE: the highest frequencies rotate
     pos_mul = float(np.float32(1.0 / s)) if scale == "pi" else 1.0
-    qmul = float(np.float32(0.1 * math.log(s) + 1.0) ** 2) if scale == "yarn" else 1.0
     return theta, pos_mul, qmul
 
 
@@ -610,21 +645,30 @@ if torch is not None:
             return (h @ P["pe_dpb_wo"].T + P["pe_dpb_bo"]).permute(2, 0, 1)
 
 
-def load(path, rope_scale=None, rope_factor=None):
+ROPE_EVAL_OPTIONS = ("rope-low-freq-factor", "rope-high-freq-factor", "rope-factors")
+
+
+def load(path, rope_scale=None, rope_factor=None, rope_options=None):
     """(model, config) from a pelab checkpoint or a safetensors file pelab
     exported: model a PelabModel (torch.nn.Module) in eval mode. rope_scale
-    (none, pi, ntk, yarn) and rope_factor: RoPE's context extension at
-    evaluation, as ./train's --rope-scale and --rope-factor."""
+    (none, pi, ntk, yarn, llama3, longrope), rope_factor and rope_options (a
+    dict of ROPE_EVAL_OPTIONS, e.g. {"rope-factors": "1,1.5,2,4"}): RoPE's
+    context extension at evaluation, as ./train's options of those names."""
     _need_torch()
     cfg, flat = read_any(path)
+    if (rope_scale, rope_factor, rope_options) != (None, None, None) and not cfg["pe"].endswith("rope"):
+        raise PelabFileError(f"--rope-scale and its options are rope's; '{path}' is --pe {cfg['pe']}")
     if rope_scale is not None:
-        if not cfg["pe"].endswith("rope"):
-            raise PelabFileError(f"--rope-scale is an option of rope; '{path}' is --pe {cfg['pe']}")
         cfg["rope_scale"] = _choice(rope_scale, ROPE_SCALES)
     if rope_factor is not None:
         if cfg["rope_scale"] == "none":
-            raise PelabFileError("--rope-factor needs --rope-scale pi, ntk or yarn")
+            raise PelabFileError("--rope-factor needs --rope-scale pi, ntk, yarn, llama3 or longrope")
         cfg["rope_factor"] = float(rope_factor)
+    for name, value in (rope_options or {}).items():
+        if name not in ROPE_EVAL_OPTIONS:
+            raise PelabFileError(f"unknown RoPE option '{name}' (one of {', '.join(ROPE_EVAL_OPTIONS)})")
+        key = name.replace("-", "_")
+        cfg[key] = _float_list(value, name) if name == "rope-factors" else float(value)
     return PelabModel(cfg, flat).eval(), cfg
 
 
@@ -775,7 +819,8 @@ def evaluate(model, cfg, L, data=None, eval_tokens=16384, seed=None, rows=None):
 # ---------------------------------------------------------------- command line
 
 USAGE = """usage: python3 -m pelab_lab.torch MODEL [MODEL ...] --eval [--data FILE] [--eval-ctx L,...] [--eval-tokens N] [--seed N]
-           [--rope-scale none|pi|ntk|yarn] [--rope-factor X] [--rows FILE] [--json]
+           [--rope-scale none|pi|ntk|yarn|llama3|longrope] [--rope-factor X] [--rope-low-freq-factor X]
+           [--rope-high-freq-factor X] [--rope-factors X,X,...] [--rows FILE] [--json]
        python3 -m pelab_lab.torch MODEL --export OUT.safetensors
 MODEL: a pelab checkpoint (--save) or a safetensors file this module exported."""
 
@@ -792,7 +837,8 @@ def main(argv=None):
         a = args.pop(0)
         if a in ("--eval", "--json"):
             opts[a] = True
-        elif a in ("--data", "--eval-ctx", "--eval-tokens", "--seed", "--export", "--rope-scale", "--rope-factor", "--rows"):
+        elif a in ("--data", "--eval-ctx", "--eval-tokens", "--seed", "--export", "--rope-scale", "--rope-factor", "--rows") or \
+                a[2:] in ROPE_EVAL_OPTIONS:
             if not args:
                 return usage_error(f"{a} needs a value")
             opts[a] = args.pop(0)
@@ -824,7 +870,8 @@ def main(argv=None):
         results = []
         given_rows = read_rows(opts["--rows"]) if "--rows" in opts else None
         for p in paths:
-            model, cfg = load(p, opts.get("--rope-scale"), factor)
+            rope_options = {k[2:]: v for k, v in opts.items() if k[2:] in ROPE_EVAL_OPTIONS}
+            model, cfg = load(p, opts.get("--rope-scale"), factor, rope_options or None)
             if cfg["rand_pos"]:
                 print(f"{p}: note: trained with --rand-pos {cfg['rand_pos']}; evaluated here at positions 0..L-1",
                       file=sys.stderr)

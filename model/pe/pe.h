@@ -31,7 +31,10 @@
 
 // One option of an encoding, e.g. --rope-base. Two encodings may declare the
 // same name (--rel-clip: shaw and xl); the type must then agree.
-typedef enum { PE_OPT_FLOAT, PE_OPT_INT, PE_OPT_CHOICE } pe_opt_type;
+// A LIST is 1..PE_MAX_LIST floats given as "a,b,c" (or "[a,b,c]"), each in
+// [lo, hi]; pe->opt holds its length (NAN when not given), pe_option_values
+// its values; it is written "[a,b,c]" in checkpoints and --json.
+typedef enum { PE_OPT_FLOAT, PE_OPT_INT, PE_OPT_CHOICE, PE_OPT_LIST } pe_opt_type;
 
 typedef struct {
     const char *name;               // without the dashes: "rope-base"
@@ -174,9 +177,17 @@ int pe_check_settings(const char *spec, const model_config *c, char *err, size_t
 // Resolves pe->opt from cfg (given values, else defaults) and checks the
 // ranges and the encoding's own rules; 0 with a message.
 int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, size_t errlen);
-// An option's value as text, for --json and checkpoints ("yarn", "16", "0.35").
+// An option's value as text, for --json and checkpoints ("yarn", "16", "0.35";
+// not a LIST's: pe_value_format).
 void pe_option_format(const pe_option *o, double v, char *buf, size_t cap);
-// Parses an option's value from the command line; 0 with a message.
-int pe_option_parse(const pe_option *o, const char *s, double *v, char *err, size_t errlen);
+// The room pe_value_format may need.
+#define PE_FORMAT_MAX (16 * PE_MAX_LIST + 8)
+// The resolved value of pe's option k as text ("unset" when it has none), a
+// LIST as "[a,b,c]".
+void pe_value_format(const pe_t *pe, int k, char *buf, size_t cap);
+// A LIST option's values (*n of them; NULL with *n = 0 when not given).
+const float *pe_option_values(const pe_t *pe, int k, int *n);
+// Parses an option's value from the command line into c; 0 with a message.
+int pe_option_set(const pe_option *o, const char *s, model_config *c, char *err, size_t errlen);
 
 #endif

@@ -139,7 +139,7 @@ void pe_option_format(const pe_option *o, double v, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.9g", v);  // FLOAT values are floats: 9 digits give them back exactly
 }
 
-int pe_option_parse(const pe_option *o, const char *s, double *v, char *err, size_t errlen) {
+static int parse_value(const pe_option *o, const char *s, double *v, char *err, size_t errlen) {
     if (o->type == PE_OPT_CHOICE) {
         for (int k = 0; o->choices[k]; k++)
             if (strcmp(s, o->choices[k]) == 0) {
@@ -167,6 +167,44 @@ int pe_option_parse(const pe_option *o, const char *s, double *v, char *err, siz
     return 1;
 }
 
+int pe_option_set(const pe_option *o, const char *s, model_config *c, char *err, size_t errlen) {
+    if (o->type != PE_OPT_LIST) {
+        double v;
+        if (!parse_value(o, s, &v, err, errlen)) return 0;
+        if (!config_set(c, o->name, v)) return snprintf(err, errlen, "too many encoding options"), 0;
+        return 1;
+    }
+    float v[PE_MAX_LIST];
+    int n = config_parse_list(s, v, PE_MAX_LIST);
+    if (!n) {
+        snprintf(err, errlen, "--%s '%.60s': not a list of 1 to %d numbers separated by commas (e.g. 1,1.5,2)", o->name, s,
+                 PE_MAX_LIST);
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (v[i] < o->lo || v[i] > o->hi) {
+            snprintf(err, errlen, "--%s: value %d of the list (%g) must be between %g and %g", o->name, i + 1, v[i], o->lo,
+                     o->hi);
+            return 0;
+        }
+    if (!config_set_list(c, o->name, v, n)) return snprintf(err, errlen, "too many encoding options"), 0;
+    return 1;
+}
+
+const float *pe_option_values(const pe_t *pe, int k, int *n) {
+    const pe_setting *s = config_setting(pe->cfg, pe->ops->options[k].name);
+    *n = s ? s->n_list : 0;
+    return *n ? s->list : NULL;
+}
+
+void pe_value_format(const pe_t *pe, int k, char *buf, size_t cap) {
+    const pe_option *o = &pe->ops->options[k];
+    int n;
+    const float *v = o->type == PE_OPT_LIST ? pe_option_values(pe, k, &n) : NULL;
+    if (v) config_format_list(v, n, buf, cap);
+    else pe_option_format(o, pe->opt[k], buf, cap);
+}
+
 int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, size_t errlen) {
     memset(pe, 0, sizeof *pe);
     pe->ops = ops;
@@ -178,6 +216,20 @@ int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, 
         }
         const pe_option *o = &ops->options[k];
         const pe_setting *s = config_setting(cfg, o->name);
+        if (s && (o->type == PE_OPT_LIST) != (s->n_list > 0)) {  // a checkpoint's text can say either
+            snprintf(err, errlen, "--%s takes %s", o->name, o->type == PE_OPT_LIST ? "a list of numbers" : "one value");
+            return 0;
+        }
+        if (o->type == PE_OPT_LIST) {
+            for (int i = 0; s && i < s->n_list; i++)
+                if (!(s->list[i] >= o->lo && s->list[i] <= o->hi)) {
+                    snprintf(err, errlen, "--%s: value %d of the list (%g) must be between %g and %g", o->name, i + 1,
+                             s->list[i], o->lo, o->hi);
+                    return 0;
+                }
+            pe->opt[k] = s ? s->n_list : NAN;
+            continue;
+        }
         double v = s ? s->value : o->def;
         int bad = s && (!isfinite(v) || (o->type != PE_OPT_CHOICE && (v < o->lo || v > o->hi)));
         if (o->type != PE_OPT_FLOAT && s && v != floor(v)) bad = 1;

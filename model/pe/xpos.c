@@ -55,7 +55,7 @@ static xpos_state *xpos_table(pe_t *pe, int T) {
     st->sq = xmalloc(sizeof(float) * n);
     st->sk = xmalloc(sizeof(float) * n);
     float theta[half > 0 ? half : 1], pos_mul, mscale;
-    rope_frequencies(hs, pe->cfg->ctx, 10000.0, 0, 1.0f, theta, &pos_mul, &mscale);
+    rope_frequencies(&(rope_ext){.hs = hs, .ctx = pe->cfg->ctx, .base = 10000.0, .s = 1.0f}, 0, theta, &pos_mul, &mscale);
     rope_angles(st->cs, T, half, theta, 1.0f);
     double gamma = pe->opt[XPOS_SCALE_BASE];
     for (int t = 0; t < T; t++)
