@@ -1,5 +1,6 @@
 // distbias.h — shared machinery for encodings whose bias depends on the
-// distance n = i − j only (KERPLE, Sandwich, dynamic position bias): one
+// distance n = i − j only (KERPLE, Sandwich, dynamic position bias, T5's
+// buckets): one
 // table b_h(n) per head for the layer being run, added to the scores, and
 // the gradient of the loss with respect to each b_h(n), summed over rows and
 // sequences, for the encoding to turn into gradients of its parameters.

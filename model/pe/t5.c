@@ -4,15 +4,22 @@
 // log-spaced up to --t5-max-distance, beyond which all share the last
 // bucket. Bidirectional attention splits the buckets between past (lower
 // half) and future (upper half).
+//
+// The bias by distance is a distbias table (distbias.h), made again from the
+// weights before each layer and added by distbias's hooks, as KERPLE's and
+// Sandwich's; the backward pass adds each pair's gradient straight into its
+// bucket's weight (summing by distance first, as distbias_accumulate would,
+// then by bucket, would change the order of the sums and so the bits of
+// every T5 run published).
 #include <math.h>
 #include <stdlib.h>
 
+#include "distbias.h"
 #include "pe.h"
 
 typedef struct {
-    int T;
+    distbias db;  // first: distbias's hooks read pe->state as a distbias
     int *bucket;  // (2T − 1): bucket of distance n = i − j, at index n + T − 1
-    float *bias;  // (H, 2T − 1): w[bucket, h] laid out by distance, like bucket
 } t5_state;
 
 int t5_bucket(int n, int bidirectional, int num_buckets, int max_distance) {
@@ -55,9 +62,8 @@ static void t5_init(pe_t *pe, param_table *tab) {
 
 static void t5_free(pe_t *pe) {
     t5_state *st = pe->state;
-    if (st) free(st->bucket), free(st->bias);
-    free(st);
-    pe->state = NULL;
+    if (st) free(st->bucket);
+    distbias_free_state(pe);
 }
 
 // Sizes the bucket table for T, and spreads the current weights along the
@@ -68,36 +74,21 @@ static void t5_layer_begin(pe_t *pe, const float *params, int layer, const pe_ba
     t5_state *st = pe->state;
     int H = pe->cfg->heads;
     size_t n = 2 * (size_t)T - 1;
-    if (!st->bucket || st->T != T) {
-        free(st->bucket), free(st->bias);
+    if (distbias_size(&st->db, H, T) || !st->bucket) {
+        free(st->bucket);
         st->bucket = xmalloc(sizeof(int) * n);
-        st->bias = xmalloc(sizeof(float) * size_mul(n, (size_t)H, "T5 bias table"));
         for (int d = -(T - 1); d <= T - 1; d++)
             st->bucket[d + T - 1] = t5_bucket(d, !pe->cfg->causal, (int)pe->opt[T5_BUCKETS], (int)pe->opt[T5_MAX_DISTANCE]);
-        st->T = T;
     }
     const float *w = params + pe->off[0];  // (buckets, H)
-    for (int h = 0; h < H; h++)
-        for (size_t d = 0; d < n; d++) st->bias[h * n + d] = w[st->bucket[d] * H + h];
+    for (int h = 0; h < H; h++) {
+        float *row = distbias_row(&st->db, h);
+        for (size_t d = 0; d < n; d++) row[d] = w[st->bucket[d] * H + h];
+    }
 }
 
 static size_t t5_table_floats(const pe_t *pe, int T, int chunk) {
-    return (pe->cfg->heads + 1) * (2 * (size_t)T - 1);  // bias by distance, and the buckets
-}
-
-static void t5_score_forward(pe_t *pe, const float *params, int layer, int h, int b, const float *q, const float *k,
-                             int ld, int i0, int nq, int nk, float *s, int lds, const int *pos) {
-    const t5_state *st = pe->state;
-    int T = st->T;
-    const float *bias = st->bias + (size_t)h * (2 * T - 1) + T - 1;  // bias[n] is w[bucket(n), h]
-    for (int r = 0; r < nq; r++) {
-        int i = i0 + r;
-        float *row = s + (size_t)r * lds;
-        if (pos)
-            for (int j = 0; j < nk; j++) row[j] += bias[pos[i] - pos[j]];
-        else
-            for (int j = 0; j < nk; j++) row[j] += bias[i - j];
-    }
+    return distbias_table_floats(pe, T, chunk) + (2 * (size_t)T - 1);  // the tables by distance, and the buckets
 }
 
 static void t5_score_backward(pe_t *pe, const float *params, float *grads, int layer, int h, int b, const float *q,
@@ -106,7 +97,7 @@ static void t5_score_backward(pe_t *pe, const float *params, float *grads, int l
     // forward: s_ij += w[bucket(p_i − p_j), h]  →  dw[b, h] += Σ_{bucket(p_i − p_j) = b} ds_ij
     const t5_state *st = pe->state;
     float *dw = grads + pe->off[0];
-    int H = pe->cfg->heads, T = st->T;
+    int H = pe->cfg->heads, T = st->db.T;
     const int *bk = st->bucket + T - 1;  // bk[n] is bucket(n)
     for (int r = 0; r < nq; r++) {
         int i = i0 + r;
@@ -127,7 +118,7 @@ const pe_ops pe_t5_ops = {
     .free = t5_free,
     .layer_begin = t5_layer_begin,
     .table_floats = t5_table_floats,
-    .score_forward = t5_score_forward,
+    .score_forward = distbias_score_forward,
     .score_backward = t5_score_backward,
     .reads_positions = 1,
 };
