@@ -167,6 +167,17 @@ static int parse_value(const pe_option *o, const char *s, double *v, char *err, 
     return 1;
 }
 
+// Every value of a LIST within the option's range (NaN is not); 0 with a message.
+static int list_in_range(const pe_option *o, const float *v, int n, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++)
+        if (!(v[i] >= o->lo && v[i] <= o->hi)) {
+            snprintf(err, errlen, "--%s: value %d of the list (%g) must be between %g and %g", o->name, i + 1, v[i], o->lo,
+                     o->hi);
+            return 0;
+        }
+    return 1;
+}
+
 int pe_option_set(const pe_option *o, const char *s, model_config *c, char *err, size_t errlen) {
     if (o->type != PE_OPT_LIST) {
         double v;
@@ -181,12 +192,7 @@ int pe_option_set(const pe_option *o, const char *s, model_config *c, char *err,
                  PE_MAX_LIST);
         return 0;
     }
-    for (int i = 0; i < n; i++)
-        if (v[i] < o->lo || v[i] > o->hi) {
-            snprintf(err, errlen, "--%s: value %d of the list (%g) must be between %g and %g", o->name, i + 1, v[i], o->lo,
-                     o->hi);
-            return 0;
-        }
+    if (!list_in_range(o, v, n, err, errlen)) return 0;
     if (!config_set_list(c, o->name, v, n)) return snprintf(err, errlen, "too many encoding options"), 0;
     return 1;
 }
@@ -221,12 +227,7 @@ int pe_resolve(pe_t *pe, const pe_ops *ops, const model_config *cfg, char *err, 
             return 0;
         }
         if (o->type == PE_OPT_LIST) {
-            for (int i = 0; s && i < s->n_list; i++)
-                if (!(s->list[i] >= o->lo && s->list[i] <= o->hi)) {
-                    snprintf(err, errlen, "--%s: value %d of the list (%g) must be between %g and %g", o->name, i + 1,
-                             s->list[i], o->lo, o->hi);
-                    return 0;
-                }
+            if (s && !list_in_range(o, s->list, s->n_list, err, errlen)) return 0;
             pe->opt[k] = s ? s->n_list : NAN;
             continue;
         }
