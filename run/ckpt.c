@@ -179,6 +179,21 @@ static int unescape(const char *val, char *out, size_t cap) {
     return 1;
 }
 
+// An encoding's option from its settings line into c: a number, or a list
+// in brackets; 0 when it is neither, or repeated.
+static int decode_pe_option(model_config *c, const char *name, const char *val) {
+    if (config_setting(c, name)) return 0;
+    if (*val == '[') {
+        float v[PE_MAX_LIST];
+        int n = config_parse_list(val, v, PE_MAX_LIST);
+        return n > 0 && config_set_list(c, name, v, n);
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    return !errno && end != val && !*end && isfinite(v) && config_set(c, name, v);
+}
+
 // The lines of a settings text (checked to end in a newline) into o and st;
 // 0 with the offending line in err.
 static int decode_settings_lines(char *text, size_t n, options *o, run_state *st, char *err, size_t errlen) {
@@ -202,14 +217,7 @@ static int decode_settings_lines(char *text, size_t n, options *o, run_state *st
             continue;
         }
         if (strncmp(key, "opt.", 4) == 0) {  // an encoding's option: the encodings check it with the model
-            char *end;
-            errno = 0;
-            float list[PE_MAX_LIST];
-            int n = *val == '[' ? config_parse_list(val, list, PE_MAX_LIST) : 0;  // a list is bracketed
-            double v = *val == '[' ? 0 : strtod(val, &end);
-            int ok = *val == '[' ? n > 0 : !errno && end != val && !*end && isfinite(v);
-            if (!ok || config_setting(&o->pe_opts, key + 4) ||
-                !(n ? config_set_list(&o->pe_opts, key + 4, list, n) : config_set(&o->pe_opts, key + 4, v))) {
+            if (!decode_pe_option(&o->pe_opts, key + 4, val)) {
                 snprintf(err, errlen, "bad option setting '%.40s=%.40s'", key, val);
                 return 0;
             }
