@@ -91,7 +91,7 @@ LIB_SRC = $(wildcard core/*.c data/*.c plot/*.c model/*.c model/pe/*.c eval/*.c 
 HEADERS = $(wildcard core/*.h data/*.h plot/*.h model/*.h model/pe/*.h run/*.h eval/*.h cli/*.h)
 TEST_SRC = $(wildcard tests/*.c)
 
-.PHONY: all run test bench fuzz experiments experiments-quick claims claims-check readme readme-check slurm-check deps deps-lab deps-torch check-deps clean
+.PHONY: all run test deps-test bench fuzz experiments experiments-quick claims claims-check readme readme-check slurm-check deps deps-lab deps-torch check-deps clean
 all: train
 
 check-deps:
@@ -211,9 +211,15 @@ run: deps
 	$(MAKE) train
 	./train
 
-test: deps
-	$(MAKE) train tests/test_pelab $(if $(HAVE_MPI),train-mpi)
+# The suite's cross-checks need PyTorch (the independent reference) and
+# OpenMPI (the multi-process runs): Debian packages, installed here so that a
+# fresh machine skips nothing it could have run.
+test: deps-test
+	$(MAKE) train tests/test_pelab train-mpi
 	./tests/test_pelab
+
+deps-test:
+	scripts/install-deps.sh --torch --mpi
 
 clean:
 	rm -f train train-mpi tests/test_pelab bench-pelab tests/fuzz/fuzz_ckpt tests/fuzz/fuzz_cli build/commit.h build/flags

@@ -18,6 +18,7 @@
 #include "eval/probe.h"
 #include "eval/viz.h"
 #include "model/model.h"
+#include "plot/curve.h"
 #include "run/report.h"
 #include "run/run.h"
 #include "run/signals.h"
@@ -67,6 +68,44 @@ static curve_point measure_point(const options *o, run_t *r, long step, double t
         c.task_acc = t.acc;
     }
     return c;
+}
+
+// The validation loss has risen when the curve's OVERFIT_POINTS points (or
+// more) after its best are all higher and the latest is OVERFIT_RISE times
+// the best or more (a plateau's noise is not a rise): said then, the best
+// point's step kept (until a later point is lower still).
+#define OVERFIT_POINTS 3
+#define OVERFIT_RISE 1.01
+
+// The best point of the curve so far, with the point c added: returns the
+// points since the best (0: c is the new best).
+static int track_best(train_report *tr, const curve_point *c, int rises) {
+    if (!isfinite(c->val_loss)) return rises;
+    if (!tr->best_step || c->val_loss < tr->best_val) {
+        tr->best_step = c->step, tr->best_val = c->val_loss, tr->overfit_step = 0;  // a new best: no rise since
+        return 0;
+    }
+    if (++rises >= OVERFIT_POINTS && c->val_loss >= tr->best_val * OVERFIT_RISE && !tr->overfit_step)
+        tr->overfit_step = tr->best_step;
+    return rises;
+}
+
+// After a point of the curve: a new best is saved beside the checkpoint
+// (--keep both|best).
+static int note_validation(const options *o, run_t *r, train_report *tr, int rises) {
+    rises = track_best(tr, &tr->curve[tr->n_curve - 1], rises);
+    char buf[CKPT_PATH_MAX + 16];
+    const char *best = o->save && o->keep != KEEP_LAST ? run_best_path(o, buf, sizeof buf) : NULL;
+    if (best && !rises && tr->best_step == tr->curve[tr->n_curve - 1].step) run_save_to(o, r, tr, best);
+    return rises;
+}
+
+// A rise of the validation loss since its best, said after its progress line.
+static void say_overfitting(const options *o, const train_report *tr) {
+    char buf[CKPT_PATH_MAX + 16];
+    const char *best = o->save && o->keep != KEEP_LAST ? run_best_path(o, buf, sizeof buf) : NULL;
+    printf("overfitting since step %ld: the validation loss has risen at the %d points after its best, %.4f%s%s\n",
+           tr->overfit_step, OVERFIT_POINTS, tr->best_val, best ? "; that model is kept in " : "", best ? best : "");
 }
 
 // MPI: the global step from every process's share. Each process's gradient
@@ -132,11 +171,13 @@ static void stop_point(const options *o, const char *where) {
 #define ESTIMATE_AFTER_SECONDS 3.0
 #define LONG_RUN_SECONDS 600.0
 
+static void sample_text(const options *o, run_t *r, const char *label, rng_t *rng);
+
 // The training loop, from the run's start step to --stop-at or --steps.
 static void train(const options *o, run_t *r, train_report *tr) {
     // A resumed run continues its record: its time and its curve so far.
     const double before = r->st.seconds;
-    *tr = (train_report){r->start_step, 0.0, 0.0, before, 0.0, NULL, 0, 0, 0};
+    *tr = (train_report){.steps_done = r->start_step, .seconds = before};
     const int B = (int)o->batch, T = (int)o->ctx;
     long end_step = o->stop_at && o->stop_at < o->steps ? o->stop_at : o->steps;
     size_t points = (size_t)r->st.n_curve + (o->eval_every ? (size_t)((end_step - r->start_step) / o->eval_every + 2) : 0);
@@ -144,6 +185,8 @@ static void train(const options *o, run_t *r, train_report *tr) {
         tr->curve = r->curve = xcalloc(points, sizeof *tr->curve);
         for (int i = 0; i < r->st.n_curve; i++) tr->curve[tr->n_curve++] = r->st.curve[i];
     }
+    int rises = 0, overfit_now = 0;  // curve points since the best; the validation loss has just risen
+    for (int i = 0; i < tr->n_curve; i++) rises = track_best(tr, &tr->curve[i], rises);
     if (r->start_step >= end_step) return;
     model_t *m = &r->m;
     model_acts_alloc(&r->a, m, B, T, 1);
@@ -194,6 +237,9 @@ static void train(const options *o, run_t *r, train_report *tr) {
         if (curve_now) {
             double e0 = now_seconds();
             tr->curve[tr->n_curve++] = measure_point(o, r, step + 1, loss);
+            long overfit = tr->overfit_step;
+            rises = note_validation(o, r, tr, rises);
+            overfit_now = !overfit && tr->overfit_step;
             t0 += now_seconds() - e0;  // tokens/s counts training only
         }
         if ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)
@@ -209,8 +255,9 @@ static void train(const options *o, run_t *r, train_report *tr) {
         }
         if (!o->quiet && ((step + 1) % log_every == 0 || step + 1 == end_step || curve_now)) {
             double eta = mine_seconds / done * (double)(end_step - step - 1);
-            printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %.1fs", step + 1, o->steps, loss, hp.lr,
-                   tr->tokens_per_s, tr->seconds, eta);
+            // --until-solved: the end is the first solved point, unknown before it; the cap's time is a bound
+            printf("step %ld/%ld loss %.4f lr %.2e tok/s %.0f elapsed %.1fs eta %s%.1fs", step + 1, o->steps, loss, hp.lr,
+                   tr->tokens_per_s, tr->seconds, o->until_solved > 0 ? "≤" : "", eta);
             if (curve_now) {
                 const curve_point *c = &tr->curve[tr->n_curve - 1];
                 printf(" val %.4f", c->val_loss);
@@ -227,6 +274,7 @@ static void train(const options *o, run_t *r, train_report *tr) {
                 mark_seconds = mine_seconds, mark_done = done;
             }
             printf("\n");
+            if (overfit_now) say_overfitting(o, tr), overfit_now = 0;
             fflush(stdout);
         }
         const curve_point *last = curve_now ? &tr->curve[tr->n_curve - 1] : NULL;
@@ -237,6 +285,15 @@ static void train(const options *o, run_t *r, train_report *tr) {
                    last->order_acc >= 0 ? "order_acc" : "task_acc", solve_acc, o->until_solved);
             fflush(stdout);
             break;
+        }
+        if (o->sample_every && (step + 1) % o->sample_every == 0 && dist_rank() == 0) {
+            double s0 = now_seconds();
+            rng_t rng = {((uint64_t)o->seed * 7919 + 17) ^ ((uint64_t)(step + 1) * 0x9E3779B97F4A7C15ull)};  // its own stream
+            char label[48];
+            snprintf(label, sizeof label, "sample at step %ld", step + 1);
+            sample_text(o, r, label, &rng);
+            fflush(stdout);
+            t0 += now_seconds() - s0;  // tokens/s counts training only
         }
         if (hk->step_sleep_ms > 0) usleep((useconds_t)hk->step_sleep_ms * 1000);
         if (step + 1 == hk->kill_at && dist_rank() == hk->kill_rank) raise(SIGKILL);
@@ -316,9 +373,28 @@ static void evaluate(const options *o, run_t *r, eval_report *er) {
     fflush(stdout);
 }
 
+static int by_descending(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+// The --top-k most likely text tokens keep their weight p[v], the others
+// get 0 (ties at the K-th logit all kept). buf: V floats of scratch.
+static void keep_top_k(float *p, const float *z, int V, long k, const data_t *d, float *buf) {
+    if (k <= 0) return;
+    int text = 0;
+    for (int v = 0; v < V; v++)
+        if (data_is_text(d, v)) buf[text++] = z[v];
+    if (k >= text) return;
+    qsort(buf, (size_t)text, sizeof *buf, by_descending);
+    float kth = buf[k - 1];
+    for (int v = 0; v < V; v++)
+        if (z[v] < kth) p[v] = 0.0f;
+}
+
 // Generates --sample tokens after the prompt. [MASK] and cats' padding are
-// never drawn: they are not text.
-static void sample_text(const options *o, run_t *r) {
+// never drawn: they are not text. rng: the sample's random stream.
+static void sample_text(const options *o, run_t *r, const char *label, rng_t *rng) {
     model_t *m = &r->m;
     const data_t *d = &r->d;
     if (!m->cfg.causal) die_usage("--sample needs a causal model (--attn causal)");
@@ -336,15 +412,14 @@ static void sample_text(const options *o, run_t *r) {
     model_acts a;
     model_acts_alloc(&a, m, 1, T, 0);
     int *win = xmalloc(sizeof(int) * T);
-    rng_t rng = {(uint64_t)o->seed * 7919 + 17};
     char piece[260];  // a GPT-2 token's text is at most 255 bytes
-    printf("sample: ");
+    printf("%s: ", label);
     for (int i = 0; i < n; i++) {
         data_decode(d, ctx[i], piece, sizeof piece);
         fputs(piece, stdout);
     }
     int V = m->cfg.vocab, last_text = 0;
-    float *p = xmalloc(sizeof(float) * V);
+    float *p = xmalloc(sizeof(float) * V), *scratch = o->top_k ? xmalloc(sizeof(float) * V) : NULL;
     for (int v = 0; v < V; v++)
         if (data_is_text(d, v)) last_text = v;
     for (long s = 0; s < o->sample && !signals_stop(); s++) {  // a stop signal ends the sample where it is
@@ -365,8 +440,10 @@ static void sample_text(const options *o, run_t *r) {
         float mx = -INFINITY, sum = 0.0f;
         for (int v = 0; v < V; v++)
             if (data_is_text(d, v)) mx = z[v] > mx ? z[v] : mx;
-        for (int v = 0; v < V; v++) sum += (p[v] = data_is_text(d, v) ? expf((z[v] - mx) / o->temperature) : 0.0f);
-        float u = rng_uniform(&rng) * sum, acc = 0.0f;
+        for (int v = 0; v < V; v++) p[v] = data_is_text(d, v) ? expf((z[v] - mx) / o->temperature) : 0.0f;
+        keep_top_k(p, z, V, o->top_k, d, scratch);
+        for (int v = 0; v < V; v++) sum += p[v];
+        float u = rng_uniform(rng) * sum, acc = 0.0f;
         int next = last_text;
         for (int v = 0; v < V; v++) {
             acc += p[v];
@@ -381,9 +458,24 @@ static void sample_text(const options *o, run_t *r) {
     }
     printf("\n");
     free(p);
+    free(scratch);
     free(win);
     free(ctx);
     model_acts_free(&a);
+}
+
+// The run folder's curve.png: the learning curve's points.
+static int draw_curve(const options *o, const run_t *r, const train_report *tr, char *err, size_t errlen) {
+    int n = tr->n_curve;
+    double *x = xmalloc(sizeof(double) * 3 * (size_t)n), *tl = x + n, *vl = x + 2 * n;
+    for (int i = 0; i < n; i++) x[i] = (double)tr->curve[i].step, tl[i] = tr->curve[i].train_loss, vl[i] = tr->curve[i].val_loss;
+    char title[256];
+    const char *data = strrchr(o->data, '/') ? strrchr(o->data, '/') + 1 : o->data;
+    snprintf(title, sizeof title, "%.60s  pe=%.40s  d=%ld layers=%ld ctx=%ld  seed %ld", data, o->pe, o->d_model,
+             o->layers, o->ctx, o->seed);
+    int rc = plot_curve_png(x, tl, vl, n, title, r->curve_png, err, errlen);
+    free(x);
+    return rc;
 }
 
 // The results: JSON, the attention picture, a sample. One that cannot be
@@ -408,7 +500,19 @@ static void write_outputs(const options *o, run_t *r, const train_report *tr, co
         warn_msg("%s", err);
         r->outputs_failed = 1;
     }
-    if (o->sample) sample_text(o, r);
+    if (r->curve_png[0] && tr->n_curve > 0 && draw_curve(o, r, tr, err, sizeof err) != 0) {
+        warn_msg("%s", err);
+        r->outputs_failed = 1;
+    }
+    if (r->folder[0]) printf("run folder: %s\n", r->folder);
+    if (o->sample) {
+        rng_t rng = {(uint64_t)o->seed * 7919 + 17};  // the samples one after another from one stream
+        char label[32];
+        for (long k = 0; k < o->samples && !signals_stop(); k++) {
+            snprintf(label, sizeof label, o->samples > 1 ? "sample %ld" : "sample", k + 1);
+            sample_text(o, r, label, &rng);
+        }
+    }
 }
 
 // After the last step: the final save. Returns 0 when the run stopped early
@@ -426,10 +530,15 @@ static void raise_test_signal(int sig) {
 static int finish_training(const options *o, const run_t *r, const train_report *tr) {
     // The handlers stay through the final save: a signal now waits for it.
     raise_test_signal(test_hooks()->signal_at_save);
-    if (o->save && !o->load) {
+    char buf[CKPT_PATH_MAX + 16];
+    const char *best = o->save && tr->best_step && o->keep != KEEP_LAST ? run_best_path(o, buf, sizeof buf) : NULL;
+    if (o->save && !o->load && !(best && o->keep == KEEP_BEST)) {
         run_save(o, r, tr);
         if (!o->quiet) printf("saved %s at step %ld\n", o->save, tr->steps_done);
     }
+    if (best && !o->quiet)
+        printf("best validation loss %.4f at step %ld: %s%s\n", tr->best_val, tr->best_step, best,
+               o->keep == KEEP_BEST ? " (the last model is not kept: --keep best)" : "");
     stop_point(o, "after training");
     if (o->stop_at && tr->steps_done < o->steps && !tr->solved_step) {
         printf("stopped at step %ld of %ld; continue with --resume %s\n", tr->steps_done, o->steps, o->save);

@@ -23,7 +23,7 @@ json() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$2" | head -1; }
 for ctx in 256 1024 2048 4096; do
   batch=$((8192 / ctx))
   for k in blocks fused; do
-    ./train --data "$data" --d-model 256 --layers 4 --heads 8 --ctx $ctx --batch $batch --pe rope --steps "$steps" \
+    ./train --out none --data "$data" --d-model 256 --layers 4 --heads 8 --ctx $ctx --batch $batch --pe rope --steps "$steps" \
       --warmup 2 --threads 2 --quiet --eval-tokens $ctx --attn-kernel $k --json "$tmp/$k.json" > /dev/null
   done
   awk -v ctx=$ctx -v batch=$batch -v tb="$(json tokens_per_s "$tmp/blocks.json")" -v mb="$(json peak_rss_mib "$tmp/blocks.json")" \

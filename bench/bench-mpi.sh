@@ -22,8 +22,8 @@ head -c 3000000 /dev/urandom > "$tmp/bytes.txt"
 shape="--data $tmp/bytes.txt --d-model 256 --layers 4 --heads 8 --ctx 256 --pe rope --steps $steps --warmup 5 --quiet --eval-tokens 256"
 # json KEY FILE: the number after "KEY":
 json() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$2" | head -1; }
-./train $shape --batch 16 --threads 2 --json "$tmp/one.json" > /dev/null
-mpirun -np 2 --oversubscribe --bind-to none ./train-mpi $shape --batch 8 --threads 1 --json "$tmp/two.json" > /dev/null
+./train --out none $shape --batch 16 --threads 2 --json "$tmp/one.json" > /dev/null
+mpirun -np 2 --oversubscribe --bind-to none ./train-mpi --out none $shape --batch 8 --threads 1 --json "$tmp/two.json" > /dev/null
 t1=$(json tokens_per_s "$tmp/one.json") t2=$(json tokens_per_s "$tmp/two.json")
 s2=$(json seconds "$tmp/two.json") c2=$(json allreduce_seconds "$tmp/two.json")
 params=$(json params "$tmp/one.json")

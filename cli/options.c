@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/files.h"
 #include "../model/gemm.h"
 #include "../run/results.h"
+#include "config_file.h"
 
 // ---- the encodings' options, from the registry ----
 
@@ -128,6 +130,8 @@ static void print_environment(FILE *f) {
          "a parallel region estimated to take one core less than NS nanoseconds runs on one thread; 0: every "
          "region on --threads (the bits are the same either way)",
          par_min},
+        {"PELAB_RUNS=DIR", "where a run's own folder is made when --out does not name one; none: no folder unless "
+                           "--out names one (scripts, the lab)", "[runs]"},
         {"PELAB_FONT=FILE", "the TrueType font of the pictures' text (a regular file; one that cannot be drawn with, "
                             "tried first in a child process, gives a warning and the pixel font)",
          "[DejaVu Sans where installed, else a built-in pixel font]"},
@@ -277,12 +281,102 @@ static void suggest_option(const char *arg, const struct option *opts, char *buf
     else if (cap) buf[0] = '\0';
 }
 
+// A record's setting that is not the rerun's: where its outputs went, the
+// machine's threads, its own record's name.
+static int not_rerun(const setting *s) {
+    static const char *const names[] = {"out", "load", "resume", "threads", "quiet", "config", "overwrite", NULL};
+    if (s->path == PATH_OUTPUT || s->path == PATH_APPEND || s->type == SET_ACTION) return 1;
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(s->name, names[i])) return 1;
+    return 0;
+}
+
+// 1 when name is one of list's comma-separated names.
+static int in_list(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || !p[n])) return 1;
+    return 0;
+}
+
+// An encoding option's value text is its default.
+static int pe_value_is_default(const pe_option *p, const char *v) {
+    if (isnan(p->def)) return 0;
+    if (p->type == PE_OPT_CHOICE) return p->choices && !strcmp(v, p->choices[(int)p->def]);
+    char *end;
+    double x = strtod(v, &end);
+    return end != v && !*end && (float)x == (float)p->def;
+}
+
+// --config FILE: its settings, beneath the command line's (an option given
+// there wins). From a run's record every setting is there, defaults
+// included: a value at its default, null or off is left unset (as if not
+// given, so that what needs another setting is not asked for), and what is
+// not the rerun's (not_rerun) is left out. From "key = value" lines every
+// line is as if typed, and a key that is no setting is refused.
+static void apply_config(options *o, const pe_option *const *pe_list, int npe) {
+    static config_file cf;  // kept: the options point into its text
+    char err[512], where[64] = "";
+    for (int i = 0; i < settings_count; i++) {  // checked before it is read, as run_resolve checks the others
+        const setting *s = &settings_schema[i];
+        const char *path = s->path == PATH_OUTPUT || s->path == PATH_APPEND ? *(const char *const *)((const char *)o + s->field) : NULL;
+        if (path && same_file(o->config, path))
+            die_usage("--config '%s' and --%s '%s' are the same file; an output must not overwrite an input", o->config,
+                      s->name, path);
+    }
+    if (config_file_read(o->config, &cf, err, sizeof err) != 0) die_usage("--config %s: %s", o->config, err);
+    for (int i = 0; i < cf.n; i++) {
+        const config_item *it = &cf.items[i];
+        char name[64];
+        snprintf(name, sizeof name, "%s", it->key);
+        for (char *q = name; *q; q++) *q = *q == '_' ? '-' : *q;
+        if (it->line) snprintf(where, sizeof where, " line %d", it->line);
+        if (cf.from_record && !strcmp(name, "vocab")) continue;  // the data's
+        const setting *s = settings_find(name);
+        const pe_option *p = NULL;
+        for (int k = 0; k < npe && !p && !s; k++)
+            if (!strcmp(pe_list[k]->name, name)) p = pe_list[k];
+        if (!s && !p) {
+            if (cf.from_record) {  // a record of another version of pelab
+                warn_msg("--config %s: '%s' is not a setting of this pelab; left out", o->config, it->key);
+                continue;
+            }
+            die_usage("--config %s%s: '%s' is not a setting (./train --help lists them)", o->config, where, it->key);
+        }
+        if (s && (s->type == SET_ACTION || !strcmp(s->name, "config"))) {
+            if (cf.from_record) continue;
+            die_usage("--config %s%s: '%s' cannot be set from a file", o->config, where, it->key);
+        }
+        if (!it->value || (cf.from_record && s && not_rerun(s)) || (cf.given && !in_list(cf.given, s ? s->name : p->name)))
+            continue;  // a record's default or derived value is derived again
+        if (s && o->given[s - settings_schema]) continue;  // the command line's
+        int set = 0;
+        for (int k = 0; p && k < o->pe_opts.n_settings; k++) set |= !strcmp(o->pe_opts.settings[k].name, p->name);
+        if (set) continue;
+        if (p) {
+            if (cf.from_record && pe_value_is_default(p, it->value)) continue;
+            if (!pe_option_set(p, it->value, &o->pe_opts, err, sizeof err))
+                die_usage("--config %s%s: %s", o->config, where, err);
+            continue;
+        }
+        if (s->type == SET_FLAG) {
+            if (!strcmp(it->value, "false") || !strcmp(it->value, "0")) continue;
+            if (strcmp(it->value, "true") && strcmp(it->value, "1"))
+                die_usage("--config %s%s: %s is a switch: true or false, not '%s'", o->config, where, it->key, it->value);
+        }
+        // a record's 0 where 0 is out of range is the option unset (--stop-at, --log-every)
+        if (cf.from_record && s->lo > 0 && (s->type == SET_INT || s->type == SET_REAL) && strtod(it->value, NULL) == 0) continue;
+        if (!setting_parse(s, it->value, o, NULL, err, sizeof err)) die_usage("--config %s%s: %s", o->config, where, err);
+        if (cf.from_record && setting_at_default(s, o, NULL)) continue;
+        o->given[s - settings_schema] = 1;
+    }
+}
+
 void options_parse(options *o, int argc, char **argv) {
     options_defaults(o);
     const pe_option *pe_list[MAX_PE_OPTIONS];
     int npe = pe_option_list(pe_list);
-    struct option longopts[64 + MAX_PE_OPTIONS + 1];
-    _Static_assert(sizeof ((options *)0)->given <= 64, "longopts has a place for every row of the schema");
+    struct option longopts[sizeof ((options *)0)->given + MAX_PE_OPTIONS + 1];  // a place for every row of the schema
     int n = 0;
     for (int i = 0; i < settings_count; i++) {
         const setting *s = &settings_schema[i];
@@ -330,6 +424,7 @@ void options_parse(options *o, int argc, char **argv) {
         if (!setting_parse(s, optarg ? optarg : "", o, NULL, err, sizeof err)) die_usage("%s", err);
     }
     if (optind < argc) die_usage("unexpected argument '%s' (options start with --)", argv[optind]);
+    if (o->config) apply_config(o, pe_list, npe);
     if (o->load && o->resume) die_usage("--load and --resume cannot be combined: --load evaluates, --resume trains on");
     if (o->init && (o->load || o->resume))
         die_usage("--init cannot be combined with --%s: --init starts a new run from a checkpoint's weights",

@@ -1,6 +1,7 @@
 // results.c — see results.h. The rows are in the order --json writes them.
 #include "results.h"
 
+#include <math.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -28,6 +29,30 @@ static void w_config(FILE *f, ctx_t c) {
     fprintf(f, "{");
     settings_json_config(f, c->o, c->m);
     fprintf(f, "}");
+}
+// The settings the run was given (the command line, --config, and a
+// checkpoint's under --resume/--init/--load) as opposed to defaults or values
+// derived from them: what --config takes from a record, so that a derived
+// value (a warmup fitted to --steps) is derived again under an override.
+static void w_given(FILE *f, ctx_t c) {
+    const options *o = c->o;
+    unsigned mode = o->load ? WITH_LOAD : o->resume ? WITH_RESUME : o->init ? WITH_INIT : 0;
+    int first = 1;
+    fprintf(f, "[");
+    for (int i = 0; i < settings_count; i++) {
+        const setting *s = &settings_schema[i];
+        if (!s->name || s->type == SET_ACTION || !(o->given[i] || (s->from_file & mode))) continue;
+        fprintf(f, "%s\"%s\"", first ? "" : ", ", s->name);
+        first = 0;
+    }
+    for (int i = 0; i < o->pe_opts.n_settings; i++) fprintf(f, "%s\"%s\"", first ? "" : ", ", o->pe_opts.settings[i].name), first = 0;
+    for (int k = 0; mode && k < PE_SLOTS; k++) {  // a checkpoint's model: every option its encodings hold
+        const pe_ops *e = c->m->pe[k].ops;
+        for (int j = 0; e && e->options && e->options[j].name; j++)
+            if (!isnan(c->m->pe[k].opt[j]) && !e->options[j].eval_only)
+                fprintf(f, "%s\"%s\"", first ? "" : ", ", e->options[j].name), first = 0;
+    }
+    fprintf(f, "]");
 }
 static void w_params(FILE *f, ctx_t c) { fprintf(f, "%zu", model_num_params(c->m)); }
 static int n_eval(ctx_t c) { return c->tr->stopped_by ? 0 : c->o->eval_ctx.n; }
@@ -126,6 +151,14 @@ static void w_val_loss(FILE *f, ctx_t c) { real6(f, pt(c)->val_loss); }
 static void w_order_acc(FILE *f, ctx_t c) { real6(f, pt(c)->order_acc); }
 static void w_task_acc(FILE *f, ctx_t c) { real6(f, pt(c)->task_acc); }
 
+static int has_best(ctx_t c) { return c->tr->best_step > 0; }
+static void w_best_step(FILE *f, ctx_t c) { fprintf(f, "%ld", c->tr->best_step); }
+static void w_best_val(FILE *f, ctx_t c) { real6(f, c->tr->best_val); }
+static void w_overfit(FILE *f, ctx_t c) {
+    if (c->tr->overfit_step) fprintf(f, "%ld", c->tr->overfit_step);
+    else fprintf(f, "null");
+}
+
 // ---- order, task_solve
 static void w_order(FILE *f, ctx_t c) { real6(f, c->er->order_acc); }
 static void w_order_n(FILE *f, ctx_t c) { fprintf(f, "%d", c->er->n_order); }
@@ -193,6 +226,9 @@ static void w_threads(FILE *f, ctx_t c) { fprintf(f, "%ld", c->o->threads); }
 const result_field results_schema[] = {
     {"", "config", "object", "", "every setting as the run used it (the options table, the vocabulary, the encodings' "
      "options, defaults included; null where an option has no value)", NULL, w_config, NULL, NULL},
+    {"", "given", "[string]", "", "the options the run was given — on the command line, by --config, or by the "
+     "checkpoint it resumed, fine-tuned or loaded — by name; the others took their defaults or values derived from "
+     "them (what --config FILE takes from this record)", NULL, w_given, NULL, NULL},
     {"", "params", "int", "", "the model's parameters", NULL, w_params, NULL, NULL},
     OBJ("", "train", "what training did (this invocation's, and a resumed run's before it)", NULL, "train"),
     {"train", "steps", "int", "steps", "the steps the run has done", NULL, w_steps, NULL, NULL},
@@ -204,6 +240,11 @@ const result_field results_schema[] = {
     {"train", "allreduce_seconds", "number|null", "s", "MPI: time in the gradient sums", NULL, w_allreduce, NULL, NULL},
     {"train", "peak_rss_mib", "number", "MiB", "the process's peak resident memory when the JSON is written", NULL,
      w_peak_rss, NULL, NULL},
+    {"train", "best_step", "int", "steps", "the learning curve's point with the lowest validation loss (the model "
+     "--keep both or best keeps)", has_best, w_best_step, NULL, NULL},
+    {"train", "best_val_loss", "number", "nats/token", "its validation loss", has_best, w_best_val, NULL, NULL},
+    {"train", "overfit_step", "int|null", "steps", "the best point, when the validation loss was higher at the 3 "
+     "points after it (overfitting since then); null: it was not", has_best, w_overfit, NULL, NULL},
     ARR("", "eval", "one element per --eval-ctx length ([] when a signal stopped training)", NULL, "eval[]", n_eval),
     {"eval[]", "ctx", "int", "tokens", "the evaluation length", NULL, w_ctx, NULL, NULL},
     {"eval[]", "loss", "number", "nats/token", "the validation loss at this length", ev_ok, w_loss, NULL, NULL},

@@ -1,10 +1,13 @@
 // run.c — see run.h.
 #include "run.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -55,6 +58,132 @@ run_t *run_start(options *o) {
     if (!gemm_set_precision(settings_find("precision")->choices[o->precision], err, sizeof err)) die_usage("%s", err);
     atexit(run_release);
     return &run;
+}
+
+// ---- the run folder (--out) ----
+
+// Its files, beside what the options name (each a path of at most CKPT_PATH_MAX + 16 bytes).
+static char folder_paths[3][CKPT_PATH_MAX + 16];
+
+static const char *in_folder(const run_t *r, int k, const char *name) {
+    snprintf(folder_paths[k], sizeof folder_paths[k], "%s/%s", r->folder, name);
+    return folder_paths[k];
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// mkdir -p: 0, or -1 with errno.
+static int make_dirs(const char *path) {
+    char p[CKPT_PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
+            *s = '/';
+        }
+    return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void remove_empty_folder(void) {
+    if (run.folder[0]) rmdir(run.folder);  // fails, as it should, once anything is in it
+}
+
+// A run that trains keeps its record in a folder (issue 59): the outputs the
+// options do not name — the checkpoint (model.ck, and model.best.ck beside
+// it), run.json, log.jsonl — and curve.png. --out names it ("none": no
+// folder); a resumed run whose checkpoint sits in a run folder continues
+// there; otherwise a new one, PELAB_RUNS (default "runs"; "none": none) / DATE-TIME-PE,
+// made now (the processes of an MPI run agree on its name) and removed at
+// exit if the run was refused before writing anything into it.
+static void resolve_run_folder(options *o, run_t *r) {
+    r->folder[0] = r->curve_png[0] = '\0';
+    if (o->load || (o->out && !strcmp(o->out, "none"))) return;
+    char dir[CKPT_PATH_MAX];
+    if (o->out) {
+        if (strlen(o->out) >= sizeof dir - 32) die_usage("--out: a path of %zu bytes is too long", strlen(o->out));
+        snprintf(r->folder, sizeof r->folder, "%s", o->out);
+    } else if (o->resume) {
+        snprintf(dir, sizeof dir, "%s", o->resume);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        else snprintf(dir, sizeof dir, ".");
+        char probe[CKPT_PATH_MAX + 16];
+        snprintf(probe, sizeof probe, "%s/run.json", dir);
+        if (access(probe, F_OK) == 0) snprintf(r->folder, sizeof r->folder, "%s", dir);
+    }
+    if (!r->folder[0] && !o->out) {
+        const char *base = getenv("PELAB_RUNS");
+        if (!base || !*base) base = "runs";
+        if (!strcmp(base, "none")) return;  // a script's environment: only what is named is kept
+        if (strlen(base) >= sizeof dir - 64 - strlen(o->pe)) die_usage("PELAB_RUNS: a path of %zu bytes is too long", strlen(base));
+        unsigned lo, hi;
+        dist_min_max((unsigned)run_start_time(), &lo, &hi);  // MPI: the earliest start names the folder
+        time_t t = (time_t)lo;
+        char stamp[32];
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&t));
+        unsigned k = 1;
+        for (; dist_rank() == 0 && k < 1000; k++) {  // a folder of that name already there: -2, -3 …
+            if (k == 1) snprintf(r->folder, sizeof r->folder, "%s/%s-%s", base, stamp, o->pe);
+            else snprintf(r->folder, sizeof r->folder, "%s/%s-%s-%u", base, stamp, o->pe, k);
+            if (access(r->folder, F_OK) != 0) break;
+        }
+        dist_min_max(k, &lo, &hi);
+        if (hi == 1) snprintf(r->folder, sizeof r->folder, "%s/%s-%s", base, stamp, o->pe);
+        else snprintf(r->folder, sizeof r->folder, "%s/%s-%s-%u", base, stamp, o->pe, hi);
+    }
+    if (dist_rank() == 0) {
+        int existed = is_dir(r->folder);
+        if (!existed && make_dirs(r->folder) != 0)
+            die_runtime("cannot make the run folder '%s': %s; give --out DIR, or --out none to keep only what "
+                        "--save/--json/--log name", r->folder, strerror(errno));
+        if (!existed) atexit(remove_empty_folder);
+    }
+    dist_barrier();
+    o->out = r->folder;
+    if (!o->save) o->save = in_folder(r, 0, "model.ck");
+    if (!o->json) o->json = in_folder(r, 1, "run.json");
+    if (!o->log) o->log = in_folder(r, 2, "log.jsonl");
+    snprintf(r->curve_png, sizeof r->curve_png, "%s/curve.png", r->folder);
+}
+
+// A checkpoint that --save would replace must be this run's own (its chain
+// of resumes, or the same settings and corpus run again), unless
+// --overwrite: a file that is not a checkpoint, or another run's, is
+// refused before training. Compared: every setting a checkpoint stores but
+// the steps (a resume may extend them) and the data's path (the corpus is
+// compared by its size and CRC-32).
+static void check_replacing(const options *o, const run_t *r, const char *path) {
+    if (o->overwrite || !path || access(path, F_OK) != 0 || (o->resume && same_file(path, o->resume))) return;
+    static options file;  // large for a stack
+    run_state st = {0};
+    uint64_t n;
+    char err[1024];
+    if (ckpt_peek(path, &file, &st, &n, 0, err, sizeof err) != 0)
+        die_usage("--save '%s' would replace a file that is not a checkpoint pelab can read (%s); give another path, or "
+                  "--overwrite", path, err);
+    run_state_release(&st);
+    uint64_t size;
+    uint32_t crc;
+    data_identity(&r->d, &size, &crc);
+    static options mine;
+    options_copy(&mine, o);
+    settings_scale_per_process(&mine, dist_size());  // a checkpoint holds the global batch
+    const char *differs = size != st.data_size || crc != (uint32_t)st.data_crc ? "the corpus" : NULL;
+    for (int i = 0; i < settings_count && !differs; i++) {
+        const setting *s = &settings_schema[i];
+        if (!s->key || !s->name || (s->flags & SET_STATE) || !strcmp(s->name, "steps") || !strcmp(s->name, "data") ||
+            !strcmp(s->name, "eval-every") || !strcmp(s->name, "until-solved") || s->type == SET_PE_OPTIONS)
+            continue;
+        if (setting_hash(&mine, &r->m, i) != setting_hash(&file, &r->m, i)) differs = s->name;
+    }
+    if (differs)
+        die_usage("--save '%s' holds another run's model (%s%s differs: %s, %ld steps done); give another path, or "
+                  "--overwrite to replace it", path, strcmp(differs, "the corpus") ? "--" : "", differs, file.pe,
+                  st.step);
 }
 
 // Every file the run reads or writes (the schema's rows with a path role):
@@ -284,6 +413,39 @@ static void resolve_until_solved(options *o, const run_t *r, int from) {
                   "to train every step", cats ? "order_acc" : "task_acc");
 }
 
+// Validation by default on text and token shards (a new run, not a task's or
+// cats', which have their own): the held-out loss about VAL_POINTS times a
+// run, and no more often than every VAL_TRAIN_TOKENS training tokens, so that
+// the points (CURVE_EVAL_TOKENS each, forward only) cost a few percent of the
+// training (a step's backward pass is twice its forward: under 1/12 here).
+// The evaluations read the held-out split and draw nothing from the training
+// streams, so the training's bits are those of --eval-every 0. A split too
+// short for one window at the training ctx leaves it off, and says so.
+#define VAL_POINTS 20
+#define VAL_TRAIN_TOKENS (4 * CURVE_EVAL_TOKENS)
+
+static void resolve_validation(options *o, const run_t *r) {
+    if (o->load || o->resume || options_given(o, "eval-every") || o->eval_every ||
+        data_has(&r->d, CORPUS_ORDER_PROBE) || data_has(&r->d, CORPUS_TASKS))
+        return;
+    char why[512];
+    if (!eval_scorable_windows(&r->m, &r->d, (int)o->ctx, CURVE_EVAL_TOKENS, why, sizeof why)) {
+        if (dist_rank() == 0 && !o->quiet)
+            warn_msg("no validation loss during training: %s (--eval-every stays 0)", why);
+        return;
+    }
+    long tokens_per_step = o->batch * o->ctx * dist_size();
+    long every = o->steps / VAL_POINTS, least = (VAL_TRAIN_TOKENS + tokens_per_step - 1) / tokens_per_step;
+    o->eval_every = every > least ? every : least;
+}
+
+const char *run_best_path(const options *o, char *buf, size_t cap) {
+    size_t n = strlen(o->save);
+    int ck = n > 3 && !strcmp(o->save + n - 3, ".ck");
+    if ((size_t)snprintf(buf, cap, "%.*s.best%s", (int)(ck ? n - 3 : n), o->save, ck ? ".ck" : "") >= cap) return NULL;
+    return buf;
+}
+
 // Before the first step, what the evaluation after it will refuse: a
 // length that can never run is said now (the others still run, and the
 // refusal is recorded as before); a run where none can, or whose learning
@@ -367,6 +529,7 @@ void run_resolve(options *o, run_t *r) {
     check_memory(o);
     if (from) load_checkpoint(o, r);
     if (o->init) init_from_checkpoint(o, r);
+    resolve_run_folder(o, r);
     check_paths(o);
     int causal = o->attn == 0;
     r->have_data = 1;  // before opening: data_close also frees a half-opened corpus
@@ -408,11 +571,17 @@ void run_resolve(options *o, run_t *r) {
         die_usage("--warmup %ld is longer than --steps %ld; give a --warmup of at most %ld", o->warmup, o->steps, o->steps);
     if (!from && !options_given(o, "warmup") && o->warmup > o->steps / WARMUP_SHARE)  // the default fits a short run
         o->warmup = o->steps / WARMUP_SHARE;
+    resolve_validation(o, r);
+    if (dist_rank() == 0 && !o->load) {
+        char buf[CKPT_PATH_MAX + 16];
+        check_replacing(o, r, o->save);
+        if (o->eval_every && o->keep != KEEP_LAST && o->save) check_replacing(o, r, run_best_path(o, buf, sizeof buf));
+    }
     if (!o->eval_ctx.n) o->eval_ctx.v[o->eval_ctx.n++] = (int)o->ctx;
     if (!(o->stop_at && o->stop_at < o->steps)) check_evaluations(o, r);
 }
 
-static void write_checkpoint(const options *o, const run_t *r, const train_report *tr) {
+static void write_checkpoint(const options *o, const run_t *r, const train_report *tr, const char *path) {
     run_state st = {.vocab = r->m.cfg.vocab, .base_ctx = r->m.cfg.base_ctx, .step = tr->steps_done,
                     .data_rng = r->d.rng.s, .seconds = (float)tr->seconds, .curve = tr->curve, .n_curve = tr->n_curve};
     uint32_t crc;
@@ -422,21 +591,23 @@ static void write_checkpoint(const options *o, const run_t *r, const train_repor
     options_copy(&file, o);
     settings_scale_per_process(&file, dist_size());
     char err[512];
-    if (ckpt_save(o->save, &r->m, &file, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
+    if (ckpt_save(path, &r->m, &file, &st, 1, err, sizeof err) != 0) die_runtime("%s", err);
 }
 
 // Every process calls it: they compare their weights (CRC-32), process 0
 // writes, and all wait until the file is in place.
-void run_save(const options *o, const run_t *r, const train_report *tr) {
+void run_save_to(const options *o, const run_t *r, const train_report *tr, const char *path) {
     long step = tr->steps_done;
     unsigned crc = (unsigned)crc32_update(0, r->m.params, sizeof(float) * r->m.tab.total), lo, hi;
     dist_min_max(crc, &lo, &hi);
     if (lo != hi)
         die_runtime("after step %ld the processes' weights differ (CRC-32 %08x to %08x); stopped without saving; the "
                     "last checkpoint written is intact", step, lo, hi);
-    if (dist_rank() == 0) write_checkpoint(o, r, tr);
+    if (dist_rank() == 0) write_checkpoint(o, r, tr, path);
     dist_barrier();
 }
+
+void run_save(const options *o, const run_t *r, const train_report *tr) { run_save_to(o, r, tr, o->save); }
 
 // MPI: every process must run the same settings (mpirun can give each its
 // own command line): a different --seed or --pe would train two models and

@@ -29,6 +29,8 @@ typedef struct {
     long start_step;
     FILE *log;             // --log, open while training (NULL again after a write to it failed)
     int outputs_failed;    // a side output (--log, --json, --attn-png) could not be written: exit 1 at the end
+    char folder[CKPT_PATH_MAX];  // the run folder (--out), or "" (--out none, --load)
+    char curve_png[CKPT_PATH_MAX + 16];  // its picture of the learning curve, or ""
 } run_t;
 
 typedef struct {
@@ -39,6 +41,9 @@ typedef struct {
     curve_point *curve;  // the learning curve (a resumed run's earlier points first), owned by the run
     int n_curve;
     long solved_step;    // --until-solved: the step at which order_acc reached it; 0: not (yet)
+    long best_step;      // the curve point with the lowest validation loss (0: none yet), kept with --keep both|best
+    double best_val;
+    long overfit_step;   // the validation loss has risen for OVERFIT_POINTS points since this best (0: it has not)
     int stopped_by;      // the signal that interrupted training (its --json has no evaluations); 0: none
 } train_report;
 
@@ -71,7 +76,12 @@ time_t run_start_time(void);
 void run_resolve(options *o, run_t *r);
 // MPI: every process must run the same settings; refused otherwise.
 void run_check_same_settings(const options *o, const run_t *r);
-// The checkpoint after tr->steps_done steps (every process calls it).
+// The checkpoint after tr->steps_done steps (every process calls it): to
+// --save, or to path.
 void run_save(const options *o, const run_t *r, const train_report *tr);
+void run_save_to(const options *o, const run_t *r, const train_report *tr, const char *path);
+// Where --keep both|best keeps the best validation loss's model: beside
+// --save, NAME.best.ck for NAME.ck (NAME.best otherwise); NULL when too long.
+const char *run_best_path(const options *o, char *buf, size_t cap);
 
 #endif

@@ -23,6 +23,7 @@ static const char *const attn_kernels[] = {"blocks", "fused", NULL};
 // --gemm: "auto", then model/gemm.h's engines in their list's order
 static const char *const gemm_choices[] = GEMM_CHOICES;
 static const char *const precisions[] = {"fp32", "bf16", NULL};
+static const char *const keeps[] = {"both", "last", "best", NULL};
 static const char SEC_DATA[] = "data", SEC_MODEL[] = "model", SEC_PE[] = "position encodings",
                   SEC_TRAIN[] = "training", SEC_OUT[] = "evaluation and output";
 #define ALL_FILES (WITH_LOAD | WITH_RESUME | WITH_INIT)
@@ -129,8 +130,10 @@ const setting settings_schema[] = {
      .help = "stop after step N (the schedule still spans --steps); resume later", .refused = WITH_LOAD,
      .needs = "save", .needs_why = "needs --save FILE, or the run would be lost"},
     {.name = "eval-every", .key = "eval_every", .type = SET_INT, O(eval_every), .lo = 0, .hi = 1L << 40, .def = "0",
-     .def_help = "0 (off); 100 on cats", .section = SEC_TRAIN, .metavar = "N",
-     .help = "every N steps, validation loss (and order_acc on cats) into the progress line and --json's curve (0: off)",
+     .def_help = "100 on cats; on text and shards about 20 points a run (--steps/20, at least every 16384 training "
+                 "tokens); 0 on a task", .section = SEC_TRAIN, .metavar = "N",
+     .help = "every N steps, validation loss (and order_acc on cats) into the progress line and --json's curve, a "
+             "warning when it has risen for 3 points in a row, and the best model kept (--keep); 0: off",
      .refused = WITH_LOAD, .from_file = WITH_RESUME, .flags = SET_KEY_ADDED},
     {.name = "eval-ctx", .type = SET_LIST, O(eval_ctx), .lo = 1, .hi = 1 << 20, .def_help = "the training ctx",
      .section = SEC_OUT, .metavar = "L,L,...", .help = "evaluation lengths", .flags = SET_AFTER_TRAINING},
@@ -153,6 +156,22 @@ const setting settings_schema[] = {
      .path = PATH_OUTPUT, .flags = SET_AFTER_TRAINING},
     {.name = "save", .type = SET_TEXT, O(save), .section = SEC_OUT, .metavar = "FILE",
      .help = "write a checkpoint at the end (and every --save-every steps)", .refused = WITH_LOAD, .path = PATH_OUTPUT},
+    {.name = "config", .type = SET_TEXT, O(config), .section = SEC_OUT, .metavar = "FILE",
+     .help = "take the settings not given on the command line from FILE: a run's record (its run.json; a rerun "
+             "reproduces it, its outputs and threads left out) or lines 'key = value' (docs/options.md)",
+     .path = PATH_INPUT},
+    {.name = "out", .type = SET_TEXT, O(out), .section = SEC_OUT, .metavar = "DIR",
+     .def_help = "runs/DATE-TIME-PE (PELAB_RUNS/… when set); a resumed run's own folder",
+     .help = "the run folder: the outputs not named by --save, --json and --log go in it (model.ck and "
+             "model.best.ck, run.json, log.jsonl) with curve.png; none: keep only what is named",
+     .refused = WITH_LOAD},
+    {.name = "overwrite", .type = SET_FLAG, O(overwrite), .section = SEC_OUT,
+     .help = "let --save (or the run folder's model.ck) replace a checkpoint of another run (other settings or "
+             "corpus); without it that is refused before training", .refused = WITH_LOAD},
+    {.name = "keep", .type = SET_CHOICE, O(keep), .def = "both", .choices = keeps, .section = SEC_OUT, .metavar = "K",
+     .help = "which checkpoints a run with --eval-every points keeps: both (the last, and the best validation loss's "
+             "beside it as NAME.best.ck), last, or best (only the best; interrupted and --save-every saves still write "
+             "the last)", .refused = WITH_LOAD},
     {.name = "save-every", .type = SET_INT, O(save_every), .lo = 0, .hi = 1L << 40, .def = "0", .section = SEC_OUT,
      .metavar = "N", .help = "checkpoint every N steps (0: only at the end)", .refused = WITH_LOAD, .needs = "save",
      .needs_why = "needs --save FILE"},
@@ -181,6 +200,17 @@ const setting settings_schema[] = {
     {.name = "temperature", .type = SET_REAL, O(temperature), .lo = 0, .hi = 100, .def = "1.0", .section = SEC_OUT,
      .metavar = "X", .help = "sampling temperature; 0: greedy (the most likely token each time)", .needs = "sample",
      .needs_why = "shapes the text --sample N generates; give --sample N too, or leave it out", .flags = SET_AFTER_TRAINING},
+    {.name = "top-k", .type = SET_INT, O(top_k), .lo = 0, .hi = 1 << 30, .def = "0", .section = SEC_OUT, .metavar = "K",
+     .help = "sample from the K most likely text tokens only (0: from all); with --temperature", .needs = "sample",
+     .needs_why = "shapes the text --sample N generates; give --sample N too, or leave it out", .flags = SET_AFTER_TRAINING},
+    {.name = "samples", .type = SET_INT, O(samples), .lo = 1, .hi = 1000, .def = "1", .section = SEC_OUT,
+     .metavar = "N", .help = "generate N samples of --sample tokens, each from the prompt", .needs = "sample",
+     .needs_why = "says how many texts --sample N generates; give --sample N too, or leave it out",
+     .flags = SET_AFTER_TRAINING},
+    {.name = "sample-every", .type = SET_INT, O(sample_every), .lo = 0, .hi = 1L << 40, .def = "0", .section = SEC_OUT,
+     .metavar = "N", .help = "also print a sample of --sample tokens every N training steps (its own random stream: "
+     "training's bits do not change)", .needs = "sample", .refused = WITH_LOAD,
+     .needs_why = "prints --sample N tokens during training; give --sample N too, or leave it out"},
     {.name = "quiet", .type = SET_FLAG, O(quiet), .section = SEC_OUT, .help = "no progress lines", .flags = SET_LOCAL},
     {.name = "list-pe", .type = SET_ACTION, .section = SEC_OUT, .help = "list the position encodings and their options"},
     {.name = "list-gemm", .type = SET_ACTION, .section = SEC_OUT,
@@ -474,7 +504,18 @@ static void json_value(FILE *f, const setting *s, const options *o) {
     const void *v = cfield_of(s, o);
     switch (s->type) {
     case SET_INT: fprintf(f, "%ld", *(const long *)v); break;
-    case SET_REAL: json_number(f, "%g", *(const float *)v); break;
+    case SET_REAL: {  // the fewest digits (6 to 9) that read back as the same float: --config reruns it exactly
+        float x = *(const float *)v;
+        static const char *const fmts[] = {"%.6g", "%.7g", "%.8g", "%.9g"};
+        char buf[32];
+        int k = 0;
+        for (; k < 3; k++) {
+            snprintf(buf, sizeof buf, fmts[k], x);
+            if (strtof(buf, NULL) == x) break;
+        }
+        json_number(f, fmts[k], x);
+        break;
+    }
     case SET_FLAG: fprintf(f, "%s", *(const int *)v ? "true" : "false"); break;
     case SET_CHOICE: json_string(f, s->choices[*(const int *)v]); break;
     case SET_TEXT:

@@ -44,19 +44,26 @@ typedef struct {
     // evaluation and output
     int_list eval_ctx;
     long eval_tokens, eval_window, save_every, sample;
+    long samples, top_k, sample_every;  // --samples N, --top-k K (0: all), --sample-every N (0: off)
+    const char *out;     // --out: the run folder ("none": none)
+    const char *config;  // --config: the file the settings not given came from
     const char *save, *load, *resume, *init, *json, *attn_png, *prompt, *log, *tokenizer, *eval_rows;
     float temperature;
     int quiet;
+    int keep;             // --keep: KEEP_BOTH, KEEP_LAST, KEEP_BEST
+    int overwrite;        // --overwrite: a checkpoint of another run may be replaced
     int attn_stats;       // --attn-stats
     int probe_positions;  // --probe-positions
     // the encodings' options given, by name
     model_config pe_opts;  // only n_settings and settings are used
     // which schema rows were given on the command line (index into the schema)
-    unsigned char given[64];
+    unsigned char given[96];
     // the text of string settings read from a checkpoint (data, pe)
     char text[2 * CKPT_PATH_MAX + 64];
     size_t text_used;
 } options;
+
+enum { KEEP_BOTH, KEEP_LAST, KEEP_BEST };  // --keep's choices, in their order
 
 // One point of a run's learning curve (--eval-every).
 typedef struct {

@@ -15,6 +15,7 @@ set -uo pipefail
 old=$(realpath "$1") new=$(realpath "$2")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+export PELAB_RUNS=$dir/runs  # the run folders of builds that make them
 text=/usr/share/common-licenses/GPL-3
 small="--d-model 32 --layers 2 --heads 2 --threads 1 --quiet --warmup 20"  # past the warmup: the whole schedule runs
 runs=()
@@ -23,9 +24,9 @@ for pe in $("$new" --list-pe | awk '$2 != "composite" {print $1}') learned+rope 
   "$new" $small --pe "$pe" --attn bidir --steps 0 > /dev/null 2>&1 && runs+=("cats.$pe.bidir|$small --pe $pe --attn bidir --steps 120 --eval-every 40")
 done
 for pe in sinusoidal rope alibi xpos fire cope xl; do
-  runs+=("text.$pe|$small --pe $pe --data $text --ctx 32 --steps 80 --eval-ctx 32,64,128 --eval-tokens 2048")
+  runs+=("text.$pe|$small --pe $pe --data $text --ctx 32 --steps 80 --eval-ctx 32,64,128 --eval-tokens 2048 --eval-every 0")  # (text's default curve came later: its own test shows it changes no bit)
 done
-runs+=("text.xl.ctx160|$small --pe xl --data $text --ctx 160 --batch 2 --steps 40 --eval-ctx 160 --eval-tokens 1024")  # several attention blocks
+runs+=("text.xl.ctx160|$small --pe xl --data $text --ctx 160 --batch 2 --steps 40 --eval-ctx 160 --eval-tokens 1024 --eval-every 0")  # several attention blocks
 runs+=("cats.cope.clipped|$small --pe cope --cope-max-pos 3 --steps 120 --eval-every 40")  # counts past P
 # Heads of 32 (every run above has 16): the scores' scale 1/sqrt(hs) is then
 # not a power of two, so a product with it rounds, and whether the compiler
@@ -36,7 +37,7 @@ for pe in rope "cope --cope-max-pos 8" fire xl; do
 done
 runs+=("task.sort|$small --pe rope --data task:sort --steps 80 --task-eval 50")
 runs+=("task.selective|$small --pe cope --data task:selective-copy --steps 80 --task-eval 50")  # its instances were rewritten for --task-ignore
-runs+=("randpos|$small --pe rope --data $text --ctx 32 --rand-pos 128 --steps 60 --eval-ctx 32,128 --eval-tokens 1024")
+runs+=("randpos|$small --pe rope --data $text --ctx 32 --rand-pos 128 --steps 60 --eval-ctx 32,128 --eval-tokens 1024 --eval-every 0")
 fails=0 n=0
 for b in old new; do
   bin=${!b}
@@ -51,10 +52,10 @@ for b in old new; do
     name=${r%%|*} args=${r#*|}
     (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" $args $gemm --seed 3 --save "$name.ck" --json "$name.json" > "$name.out" 2>&1)
   done
-  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" $small $gemm --pe rope --data "$text" --ctx 32 --steps 60 --stop-at 30 \
+  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" $small $gemm --pe rope --data "$text" --ctx 32 --steps 60 --stop-at 30 --eval-every 0 \
      --seed 3 --save resumed.ck > /dev/null 2>&1 && OPENBLAS_CORETYPE=Haswell "$bin" --resume resumed.ck $gemm \
      --threads 1 --quiet --save resumed.ck --json resumed.json > /dev/null 2>&1)
-  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" --init text.rope.ck $gemm --ctx 64 --steps 20 --warmup 5 --rope-scale yarn \
+  (cd "$dir/$b" && OPENBLAS_CORETYPE=Haswell "$bin" --init text.rope.ck $gemm --ctx 64 --steps 20 --warmup 5 --eval-every 0 --rope-scale yarn \
      --data "$text" --threads 1 --quiet --eval-ctx 64,128 --eval-tokens 1024 --save ft.ck --json ft.json > /dev/null 2>&1)
 done
 # The two --json files without what depends on the clock, the machine's load

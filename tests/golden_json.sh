@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 T=$(mktemp -d /tmp/pelab-golden-XXXXXX)
 trap 'rm -rf "$T"' EXIT
+export PELAB_RUNS=$T/runs
 for i in $(seq 300); do echo "the $i cats chase $((i % 7)) dogs; the dogs run."; done > "$T/c.txt"
 S="--threads 1 --quiet --gemm openblas"
 M="--d-model 16 --layers 1 --heads 2"
@@ -23,4 +24,5 @@ run $M --data task:copy --pe alibi --steps 10 --task-eval 20
   s/"(tokens_per_s|seconds|allreduce_seconds|peak_rss_mib)": [0-9.eE+-]+/"$1": #/g;
   s/"(commit|started)": "[^"]*"/"$1": "#"/g;
   s/"machine": \{[^}]*\}/"machine": {#}/g;
+  s#/runs/\d{8}-\d{6}-#/runs/DATE-TIME-#g;
   s/-?\d+\.(\d+)(?:[eE][-+]?\d+)?/"9." . ($1 =~ tr#0-9#9#r)/ge;'

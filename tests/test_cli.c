@@ -27,6 +27,8 @@ static const char *child_stdout;     // stdout to this file instead ("/dev/full"
 static long child_fsize;             // > 0: RLIMIT_FSIZE, a disk that fills up at this many bytes a file
 static int child_ignores_hup;        // start the child with SIGHUP and SIGINT ignored, as nohup does
 static int child_as_nobody;          // run as uid/gid 65534 (when the tests run as root)
+static int child_keeps_other_runs;   // no --overwrite added to a run with --save (see run_train)
+static long ckpt_numbers(const char *path, unsigned char *buf, long cap);
 static char out_buf[1 << 16], err_buf[1 << 16];
 
 static const char *tmp_path(const char *name) {
@@ -75,6 +77,12 @@ static int run_train(const char *args) {
     int argc = 0;
     argv[argc++] = "./train";
     for (char *tok = strtok(expanded, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    // The tests reuse their files' names from run to run (full.ck, r.ck …):
+    // a run with --save may replace another run's checkpoint, as if each
+    // said --overwrite, unless a test of that refusal says otherwise.
+    int saves = 0, loads = 0;
+    for (int i = 1; i < argc; i++) saves |= !strcmp(argv[i], "--save"), loads |= !strcmp(argv[i], "--load") || !strcmp(argv[i], "--overwrite");
+    if (saves && !loads && !child_keeps_other_runs && argc < 63) argv[argc++] = "--overwrite";
     argv[argc] = NULL;
     // The tests write a base (SMALL) then what they vary: an option given
     // again replaces the base's (./train itself refuses an option given
@@ -146,6 +154,13 @@ static void write_file(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
     if (n) fwrite(data, 1, n, f);
     fclose(f);
+}
+
+// {T}/fox.txt: n bytes of one sentence over and over (a text learned fast).
+static void write_fox(size_t n) {
+    static char text[30000];
+    for (size_t i = 0; i < n && i < sizeof text; i++) text[i] = "the quick brown fox jumps over the lazy dog\n"[i % 44];
+    write_file(tmp_path("fox.txt"), text, n < sizeof text ? n : sizeof text);
 }
 
 // An llm.c token shard (docs/data.md): header of 256 int32 (magic,
@@ -314,7 +329,7 @@ static int test_bad_input_table(void) {
         {"--warmup -1", 2, "--warmup"},
         {"--clip -1", 2, "--clip"},
         {"--sin-scale 0", 2, "--sin-scale"},
-        {"--save-every 5", 2, "--save"},
+        {"--save-every 5 --out none", 2, "--save"},
         {"--load {T}/good.ck --resume {T}/good.ck", 2, "--load"},
         {"--attn bidir --sample 5", 2, "--sample"},
         {"--attn bidir --eval-window 8", 2, "--eval-window"},
@@ -577,7 +592,7 @@ static int test_v1_checkpoints_still_load(void) {
         EXPECT(fabs(got_loss - want_loss) <= 2e-3, "v1 %s: loss %.4f, it gave %.4f", names[i], got_loss, want_loss);
         if (!pes[i]) continue;
         // resume the step-10 file to 20 steps, and compare with a fresh 20-step run
-        snprintf(a, sizeof a, "--quiet --threads 1 --resume tests/fixtures/v1_%s.ck --save {T}/resumed.ck --eval-ctx 16", names[i]);
+        snprintf(a, sizeof a, "--quiet --threads 1 --resume tests/fixtures/v1_%s.ck --save {T}/resumed.ck --overwrite --eval-ctx 16", names[i]);
         s = run_train(a);
         EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "v1 %s does not resume: %s", names[i], err_buf);
         double resumed = -1, fresh = -2;
@@ -682,6 +697,30 @@ static int test_sampler_emits_only_text(void) {
                                                           strstr(out_buf, "sample:") ? strstr(out_buf, "sample:") : out_buf),
            "greedy samples differ between seeds:\n%s\n%s", first, out_buf);
     EXPECT(!strstr(out_buf, "<mask>") && !strstr(out_buf, "<pad>"), "the greedy sample holds a special token");
+    // --top-k 1 draws the most likely token: greedy's text
+    s = run_train("--quiet --threads 2 --steps 0 --sample 100 --top-k 1 --seed 3");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample:") && !strcmp(strstr(first, "sample:"), strstr(out_buf, "sample:")),
+           "--top-k 1 is not greedy:\n%s\n%s", first, out_buf);
+    // --samples N: N texts from one stream, the first the single sample's
+    s = run_train("--quiet --threads 2 --steps 0 --sample 60 --seed 3");
+    memcpy(first, out_buf, sizeof first);
+    s = run_train("--quiet --threads 2 --steps 0 --sample 60 --samples 3 --top-k 5 --seed 3");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample 1: the") && strstr(out_buf, "sample 3: the"),
+           "--samples 3: %s", out_buf);
+    s = run_train("--quiet --threads 2 --steps 0 --sample 60 --samples 3 --seed 3");
+    const char *one = strstr(first, "sample: "), *many = strstr(out_buf, "sample 1: ");
+    EXPECT(one && many && !strncmp(one + 8, many + 10, strcspn(one + 8, "\n") + 1), "the first of --samples is not the sample");
+    s = run_train("--quiet --threads 2 --steps 5 --samples 2");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--sample N"), "--samples without --sample: %s", err_buf);
+    // --sample-every: samples during training, from their own stream (the weights' bits stay)
+    s = run_train("--threads 2 --steps 40 --sample 20 --sample-every 20 --out none --save {T}/se.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "sample at step 20: the") &&
+           strstr(out_buf, "sample at step 40: the"), "--sample-every: %s", out_buf);
+    EXPECT(strstr(out_buf, " eta ≤"), "an --until-solved run's eta is not marked as the cap's bound: %s", out_buf);
+    s = run_train("--quiet --threads 2 --steps 40 --out none --save {T}/nose.ck");
+    static unsigned char a[1 << 20], b[1 << 20];
+    long na = ckpt_numbers(tmp_path("se.ck"), a, sizeof a), nb = ckpt_numbers(tmp_path("nose.ck"), b, sizeof b);
+    EXPECT(na > 0 && na == nb && !memcmp(a, b, (size_t)na), "--sample-every changed the trained weights");
     return fails;
 }
 
@@ -1336,6 +1375,293 @@ static int test_text_file(void) {
     return fails;
 }
 
+// The file's bytes from offset `from` to its end into buf (at most cap):
+// their count, or -1.
+static long file_tail(const char *path, long from, unsigned char *buf, long cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    long n = fseek(f, from, SEEK_SET) == 0 ? (long)fread(buf, 1, (size_t)cap, f) : -1;
+    fclose(f);
+    return n;
+}
+
+// A checkpoint's weights and moments, with its closing CRC (the settings
+// text, which holds the curve and the seconds, left out): the run's numbers.
+static long ckpt_numbers(const char *path, unsigned char *buf, long cap) {
+    unsigned char head[28];
+    if (file_tail(path, 0, head, sizeof head) != sizeof head) return -1;
+    long settings = head[24] | head[25] << 8 | head[26] << 16 | (long)head[27] << 24;
+    long n = file_tail(path, 28 + settings, buf, cap);
+    return n > 4 ? n - 4 : -1;
+}
+
+// Issue 59: text gets a validation loss by default (about 20 points a run),
+// which changes none of the training's bits; a validation loss that rises
+// at 3 points in a row is said once, and the best point's model is kept
+// beside the last (--keep both), or alone (best), or not (last).
+static int test_validation_by_default(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    static char text[30000];  // the noise below
+    write_fox(30000);
+    // 512 tokens a step: a point at most every 32 steps (16384 training tokens), so here every 640/20
+    int s = run_train(LOUD " --ctx 32 --batch 16 --steps 640 --data {T}/fox.txt --save {T}/val.ck --json {T}/val.json");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "default validation: %s", err_buf);
+    EXPECT(strstr(out_buf, "step 32/640 ") && strstr(out_buf, " val "), "no validation loss on the step lines:\n%s", out_buf);
+    slurp(tmp_path("val.json"), out_buf, sizeof out_buf);
+    EXPECT(strstr(out_buf, "\"eval_every\": 32,") && strstr(out_buf, "\"curve\""), "--json has no curve every 32 steps");
+    s = run_train(SMALL " --ctx 32 --batch 16 --steps 640 --data {T}/fox.txt --save {T}/none.ck --eval-every 0");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--eval-every 0: %s", err_buf);
+    static unsigned char a[1 << 20], b[1 << 20];
+    long na = ckpt_numbers(tmp_path("val.ck"), a, sizeof a), nb = ckpt_numbers(tmp_path("none.ck"), b, sizeof b);
+    EXPECT(na > 0 && na == nb && memcmp(a, b, (size_t)na) == 0,
+           "the validation points changed the trained weights (%ld and %ld bytes)", na, nb);
+    EXPECT(access(tmp_path("val.best.ck"), F_OK) == 0 && access(tmp_path("none.best.ck"), F_OK) != 0,
+           "the best model is kept only where there is a validation loss");
+
+    // noise: the training split is memorised, the held-out one cannot be
+    unsigned x = 12345;
+    for (int i = 0; i < 1000; i++) text[i] = (char)('a' + ((x = x * 1103515245u + 12345u) >> 16) % 26);
+    write_file(tmp_path("noise.txt"), text, 1000);
+    const char *keep[] = {"both", "last", "best"};
+    for (int k = 0; k < 3; k++) {
+        char args[512];
+        snprintf(args, sizeof args, "--d-model 32 --layers 1 --heads 2 --ctx 16 --batch 8 --threads 2 --steps 400 "
+                 "--lr 1e-2 --eval-every 20 --data {T}/noise.txt --save {T}/%s.ck --json {T}/%s.json --keep %s",
+                 keep[k], keep[k], keep[k]);
+        s = run_train(args);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--keep %s: %s", keep[k], err_buf);
+        EXPECT(strstr(out_buf, "overfitting since step "), "memorised noise is not called overfitting:\n%s", out_buf);
+        char last[64], best[64];
+        snprintf(last, sizeof last, "%s.ck", keep[k]), snprintf(best, sizeof best, "%s.best.ck", keep[k]);
+        EXPECT((access(tmp_path(last), F_OK) == 0) == (k != 2), "--keep %s: the last model %s", keep[k], k != 2 ? "is missing" : "is kept");
+        EXPECT((access(tmp_path(best), F_OK) == 0) == (k != 1), "--keep %s: the best model %s", keep[k], k != 1 ? "is missing" : "is kept");
+    }
+    slurp(tmp_path("both.json"), out_buf, sizeof out_buf);
+    long best_step = 0, overfit = 0;
+    const char *p = strstr(out_buf, "\"best_step\": "), *q = strstr(out_buf, "\"overfit_step\": ");
+    if (p) best_step = strtol(p + 13, NULL, 10);
+    if (q) overfit = strtol(q + 16, NULL, 10);
+    EXPECT(best_step > 0 && best_step < 400 && overfit == best_step, "--json: best_step %ld, overfit_step %ld", best_step, overfit);
+    snprintf(text, sizeof text, "--quiet --threads 2 --load {T}/both.best.ck --json {T}/best_load.json");
+    s = run_train(text);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "the best model does not load: %s", err_buf);
+    return fails;
+}
+
+// The folder a run printed ("run folder: DIR"), into dir; 1 when there is one.
+static int printed_folder(char *dir, size_t cap) {
+    const char *p = strstr(out_buf, "run folder: ");
+    if (!p) return 0;
+    p += 12;
+    size_t n = strcspn(p, "\n");
+    snprintf(dir, cap, "%.*s", (int)n, p);
+    return 1;
+}
+
+static int folder_has(const char *dir, const char *name) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return file_size(path) > 0;
+}
+
+// Issue 59: every run keeps its record — a folder (PELAB_RUNS, here the
+// temp dir's runs/, or --out) with the checkpoint, the best one, run.json,
+// log.jsonl and curve.png, its path printed; --out none keeps nothing; a
+// resumed run continues in its folder; a refused run leaves no folder; a
+// checkpoint of another run is not replaced without --overwrite.
+static int test_run_folder(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    static char dir[512], env[300];
+    write_fox(20000);
+    snprintf(env, sizeof env, "PELAB_RUNS=%s/runs", tmpdir);
+    child_env = env;
+    int s = run_train("--d-model 16 --layers 1 --heads 2 --ctx 32 --batch 16 --threads 2 --steps 64 --data {T}/fox.txt");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "a plain run: %s", err_buf);
+    EXPECT(printed_folder(dir, sizeof dir) && strstr(dir, "/runs/") && strstr(dir, "-rope"), "no run folder printed:\n%s", out_buf);
+    const char *files[] = {"model.ck", "model.best.ck", "run.json", "log.jsonl", "curve.png"};
+    for (int k = 0; k < 5; k++) EXPECT(folder_has(dir, files[k]), "the run folder %s lacks %s", dir, files[k]);
+    // a second run in the same second gets a folder of its own
+    char first[512];
+    snprintf(first, sizeof first, "%s", dir);
+    s = run_train("--d-model 16 --layers 1 --heads 2 --ctx 32 --batch 16 --threads 2 --steps 2 --data {T}/fox.txt --quiet");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && printed_folder(dir, sizeof dir) && strcmp(dir, first) != 0,
+           "two runs share the folder %s", dir);
+    // a run from the record's checkpoint continues in its folder
+    char args[1024];
+    snprintf(args, sizeof args, "--threads 2 --quiet --resume %s/model.ck --steps 96", first);
+    s = run_train(args);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && printed_folder(dir, sizeof dir) && !strcmp(dir, first),
+           "the resumed run went to '%s', not its folder %s: %s", dir, first, err_buf);
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out {T}/named");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && folder_has(tmp_path("named"), "model.ck") &&
+           folder_has(tmp_path("named"), "run.json"), "--out {T}/named: %s", err_buf);
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out {T}/named2 --json {T}/mine.json");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && file_size(tmp_path("mine.json")) > 0 &&
+           !folder_has(tmp_path("named2"), "run.json") && folder_has(tmp_path("named2"), "model.ck"),
+           "an output named goes where it is named, the rest into the folder");
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out none");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strstr(out_buf, "run folder"), "--out none made a folder");
+    child_env = "PELAB_RUNS=none";  // a script's environment
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strstr(out_buf, "run folder"), "PELAB_RUNS=none made a folder");
+    child_env = env;
+    s = run_train(SMALL " --steps 4 --data {T}/missing.txt --out {T}/refused");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) != 0 && access(tmp_path("refused"), F_OK) != 0,
+           "a refused run left its folder behind");
+    child_env = NULL;
+
+    // replacing a checkpoint: this run's own (again, or resumed) yes; another's only with --overwrite
+    child_keeps_other_runs = 1;
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out none --save {T}/mine.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "first save: %s", err_buf);
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out none --save {T}/mine.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "the same run again may replace its checkpoint: %s", err_buf);
+    s = run_train("--threads 2 --quiet --out none --resume {T}/mine.ck --steps 8 --save {T}/mine.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "a resume in place: %s", err_buf);
+    long before = file_size(tmp_path("mine.ck"));
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out none --seed 2 --save {T}/mine.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "another run's model") && strstr(err_buf, "--seed") &&
+           strstr(err_buf, "--overwrite"), "another run's checkpoint replaced (exit %d): %s", WEXITSTATUS(s), err_buf);
+    EXPECT(file_size(tmp_path("mine.ck")) == before, "the refused run touched the checkpoint");
+    s = run_train(SMALL " --steps 4 --data cats --out none --save {T}/mine.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "the corpus"), "another corpus: %s", err_buf);
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out none --seed 2 --save {T}/mine.ck --overwrite");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "--overwrite: %s", err_buf);
+    write_file(tmp_path("notes.ck"), "my notes", 8);
+    s = run_train(SMALL " --steps 4 --data {T}/fox.txt --out none --save {T}/notes.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && file_size(tmp_path("notes.ck")) == 8, "a file that is not a checkpoint replaced");
+    child_keeps_other_runs = 0;
+    return fails;
+}
+
+// The text of a JSON file's number after `key` ("\"final_loss\": "), into buf.
+static void json_number_text(const char *path, const char *key, char *buf, size_t cap) {
+    static char text[1 << 16];
+    slurp(path, text, sizeof text);
+    const char *p = strstr(text, key);
+    snprintf(buf, cap, "%.*s", p ? (int)strcspn(p + strlen(key), ",}") : 0, p ? p + strlen(key) : "");
+}
+
+// Issue 59: --config FILE reruns a run from its record (run.json) bit for
+// bit — a learning rate with more digits than %g keeps, a derived budget
+// (cats' cap and solve point), the encoding's options — with the command
+// line over it; "key = value" lines too; a bad file is refused.
+static int test_rerun_from_record(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    write_fox(20000);
+    const char *firsts[] = {
+        "--d-model 16 --layers 1 --heads 2 --ctx 32 --batch 8 --steps 60 --lr 0.0017320508 --pe alibi --seed 5 "
+        "--data {T}/fox.txt --eval-ctx 32,64 --quiet --threads 2",
+        "--d-model 16 --layers 1 --heads 2 --steps 200 --pe rope --rope-base 500 --quiet --threads 2",  // cats
+    };
+    for (int k = 0; k < 2; k++) {
+        char args[1024];
+        snprintf(args, sizeof args, "%s --out none --json {T}/orig%d.json --save {T}/orig%d.ck", firsts[k], k, k);
+        int s = run_train(args);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "first run %d: %s", k, err_buf);
+        snprintf(args, sizeof args, "--config {T}/orig%d.json --out none --threads 1 --json {T}/re%d.json --save {T}/re%d.ck", k, k, k);
+        s = run_train(args);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "rerun %d: %s", k, err_buf);
+        char a[64], b[64], na[64], nb[64];
+        snprintf(na, sizeof na, "orig%d.json", k), snprintf(nb, sizeof nb, "re%d.json", k);
+        json_number_text(tmp_path(na), "\"final_loss\": ", a, sizeof a);
+        json_number_text(tmp_path(nb), "\"final_loss\": ", b, sizeof b);
+        EXPECT(a[0] && !strcmp(a, b), "run %d: final loss %s, its rerun %s", k, a, b);
+        json_number_text(tmp_path(na), "\"steps\": ", a, sizeof a);
+        json_number_text(tmp_path(nb), "\"steps\": ", b, sizeof b);
+        EXPECT(a[0] && !strcmp(a, b), "run %d: %s steps, its rerun %s", k, a, b);
+        static unsigned char x[1 << 20], y[1 << 20];
+        snprintf(na, sizeof na, "orig%d.ck", k), snprintf(nb, sizeof nb, "re%d.ck", k);
+        long nx = ckpt_numbers(tmp_path(na), x, sizeof x), ny = ckpt_numbers(tmp_path(nb), y, sizeof y);
+        EXPECT(nx > 0 && nx == ny && memcmp(x, y, (size_t)nx) == 0, "run %d: the rerun's weights differ", k);
+    }
+    slurp(tmp_path("re1.json"), out_buf, sizeof out_buf);
+    EXPECT(strstr(out_buf, "\"rope_base\": 500"), "the encoding's option was not rerun");
+    int s = run_train("--config {T}/orig0.json --out none --seed 6 --steps 2 --json {T}/over.json");
+    slurp(tmp_path("over.json"), out_buf, sizeof out_buf);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "\"seed\": 6,") && strstr(out_buf, "\"pe\": \"alibi\""),
+           "the command line over --config: %s", err_buf);
+    const char *lines = "# a run by hand\npe = sinusoidal\nd_model = 16\n--layers = 1\nheads=2   # two\nsteps = 4\n"
+                        "attn-stats = true\nquiet = true\n";
+    write_file(tmp_path("by_hand.conf"), lines, strlen(lines));
+    s = run_train("--config {T}/by_hand.conf --out none --data {T}/fox.txt --json {T}/hand.json --threads 2");
+    slurp(tmp_path("hand.json"), out_buf, sizeof out_buf);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(out_buf, "\"pe\": \"sinusoidal\"") && strstr(out_buf, "\"d_model\": 16,") &&
+           strstr(out_buf, "attn_sink"), "key = value lines: %s", err_buf);
+    struct {
+        const char *text, *says;
+    } bad[] = {{"d_modle = 16\n", "line 1: 'd_modle' is not a setting"},
+               {"pe rope\n", "line 1 is not 'key = value'"},
+               {"steps = many\n", "--steps"},
+               {"help = 1\n", "cannot be set from a file"},
+               {"{\"config\": {\"pe\": \"rope\", \"steps\": 4", "not JSON"},
+               {"{\"config\": {\"pe\": \"rope\", \"steps\": 4}, \"train\": {\"steps\": [1, {\"x\": 2}]}}", NULL}};
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        write_file(tmp_path("bad.conf"), bad[i].text, strlen(bad[i].text));
+        s = run_train(SMALL " --config {T}/bad.conf --out none --data {T}/fox.txt");
+        if (bad[i].says)
+            EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--config") && strstr(err_buf, bad[i].says),
+                   "bad --config '%s': exit %d: %s", bad[i].text, WEXITSTATUS(s), err_buf);
+        else EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "a record whose other members nest: %s", err_buf);
+    }
+    s = run_train(SMALL " --config {T}/missing.json --out none");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "missing.json"), "a missing --config: %s", err_buf);
+    return fails;
+}
+
+// Issue 59: lab/compare-pe compares encodings on a text in one command —
+// a table of per-length perplexity over seeds with intervals, ranked, its
+// runs kept and not trained again; a missing file is refused. (Python's
+// standard library only.)
+static int test_compare_pe_runs(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    static char cmd[1024];
+    write_fox(20000);
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "lab/compare-pe %s/fox.txt --pe rope,learned --seeds 2 --steps 20 --ctx 16 --out %s/cmp -j 2 "
+                 "-- --d-model 16 --layers 1 --heads 2 --batch 4 > %s/cmp.out 2>&1", tmpdir, tmpdir, tmpdir);
+        int s = system(cmd);
+        slurp(tmp_path("cmp.out"), out_buf, sizeof out_buf);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "compare-pe exited %d:\n%s", WEXITSTATUS(s), out_buf);
+        EXPECT(strstr(out_buf, "ppl at 16") && strstr(out_buf, "ppl at 256") && strstr(out_buf, " ± ") &&
+               strstr(out_buf, "\n1     ") && strstr(out_buf, " rope ") && strstr(out_buf, " learned "),
+               "no ranked table with intervals:\n%s", out_buf);
+        EXPECT(k == 0 || strstr(out_buf, "4 already there, 0 to train"), "the second time trained again:\n%s", out_buf);
+    }
+    EXPECT(file_size(tmp_path("cmp/summary.md")) > 0 && file_size(tmp_path("cmp/rope/seed2/run.json")) > 0,
+           "the table and the runs' folders are not kept");
+    snprintf(cmd, sizeof cmd, "lab/compare-pe %s/nothing.txt > %s/cmp.out 2>&1", tmpdir, tmpdir);
+    int s = system(cmd);
+    slurp(tmp_path("cmp.out"), out_buf, sizeof out_buf);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(out_buf, "nothing.txt: no such file"), "a missing text: %s", out_buf);
+    return fails;
+}
+
+// Issue 59: the lab's Python tools without the lab's packages say what to
+// install, not a traceback (a pandas that cannot be imported stands in for
+// a machine without it).
+static int test_lab_tools_say_what_to_install(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/nopandas/pandas && echo 'raise ModuleNotFoundError(\"No module named pandas\", "
+             "name=\"pandas\")' > %s/nopandas/pandas/__init__.py", tmpdir, tmpdir);
+    EXPECT(system(cmd) == 0, "%s", cmd);
+    const char *tools[] = {"analyse", "compare"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "PYTHONPATH=%s/nopandas lab/%s --help > %s/tool.out 2>&1", tmpdir, tools[k], tmpdir);
+        int s = system(cmd);
+        slurp(tmp_path("tool.out"), out_buf, sizeof out_buf);
+        EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 1 && strstr(out_buf, "scripts/install-deps.sh --lab") &&
+               strstr(out_buf, "pandas") && !strstr(out_buf, "Traceback"), "lab/%s without pandas:\n%s", tools[k], out_buf);
+    }
+    return fails;
+}
+
 // A NaN injected at step 8 stops the run with exit 1, names the step, and
 // leaves the step-5 checkpoint loadable.
 static int test_nan_keeps_last_checkpoint(void) {
@@ -1482,7 +1808,7 @@ static int test_kill_during_save(void) {
     snprintf(user2_path, sizeof user2_path, "%s", tmp_path(user2));
     const char *planted[] = {stale_path, live_path, user1_path, user2_path};
     for (int i = 0; i < 4; i++) fclose(fopen(planted[i], "w"));
-    int s = run_train(SMALL " --steps 2 --save {T}/kill.ck");
+    int s = run_train(SMALL " --steps 2 --save {T}/kill.ck --overwrite");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "saving run: %s", err_buf);
     EXPECT(access(stale_path, F_OK) != 0, "%s was not removed", stale);
     EXPECT(access(live_path, F_OK) == 0, "%s (a live process's) was removed", live);
@@ -1694,7 +2020,7 @@ static int test_temporaries_are_safe(void) {
     s = run_train(SMALL " --steps 2 --save {T}/full.ck");
     long before = file_size(tmp_path("full.ck"));
     child_fsize = 2000;
-    s = run_train(SMALL " --steps 2 --seed 9 --save {T}/full.ck");
+    s = run_train(SMALL " --steps 2 --seed 9 --keep last --overwrite --save {T}/full.ck");
     EXPECT_EXIT(s, 1, "a save on a full disk exited %d", WEXITSTATUS(s));
     EXPECT(strstr(err_buf, "full.ck"), "no message naming the file: %s", err_buf);
     child_fsize = 300;  // the JSON is longer; the two lines on stdout are not
@@ -2323,7 +2649,7 @@ static int test_ignored_options_refused(void) {
            "--save twice: exit %d: %s", WEXITSTATUS(s), err_buf);
     s = run_train(SMALL " --steps 2 --tokenizer {T}/tok.bin");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--sample"), "--tokenizer without --sample: %s", err_buf);
-    s = run_train(SMALL " --steps 2 --attn-stats");
+    s = run_train(SMALL " --steps 2 --attn-stats --out none");
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "--json"), "--attn-stats without --json: %s", err_buf);
     int n = 0;
     for (int i = 0; i < settings_count; i++) {
@@ -2395,6 +2721,11 @@ const test_case cli_tests[] = {
     {"cli/results_schema_in_docs", test_results_schema_in_docs},
     {"cli/results_schema_covers_outputs", test_results_schema_covers_outputs},
     {"cli/json_golden", test_json_golden},
+    {"cli/validation_by_default", test_validation_by_default},
+    {"cli/run_folder", test_run_folder},
+    {"cli/rerun_from_record", test_rerun_from_record},
+    {"cli/compare_pe_runs", test_compare_pe_runs},
+    {"cli/lab_tools_say_what_to_install", test_lab_tools_say_what_to_install},
     {"cli/list_option", test_list_option},
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"files/abandon_leaves_no_temporary", test_abandon_during_writes},

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cblas.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -200,6 +201,11 @@ int main(int argc, char **argv) {
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     const char *filter = argc > 1 ? argv[1] : NULL;
+    // the run folders of the trainings the tests start go to a temporary
+    // place (a test of the folders themselves names its own)
+    static char runs[] = "/tmp/pelab-runs-XXXXXX";
+    int own_runs = !getenv("PELAB_RUNS") && mkdtemp(runs);
+    if (own_runs) setenv("PELAB_RUNS", runs, 1), chmod(runs, 01777);  // the runs as another user make theirs too
     list_test_encodings();
     startup_threads(2);
     // the engine ./train picks by default; engine/ runs the tests that pass
@@ -209,6 +215,11 @@ int main(int argc, char **argv) {
     printf("matrix engine: %s\n", gemm_name());
     tally t = {0, 0, 0};
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) run_suite(suites[i].tests, *suites[i].n, &t, filter);
+    if (own_runs) {
+        char rm[64];
+        snprintf(rm, sizeof rm, "rm -rf %s", runs);
+        if (system(rm) != 0) printf("could not remove %s\n", runs);
+    }
     printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
     return t.failed ? 1 : 0;
 }

@@ -18,7 +18,7 @@ static char dir[] = "/tmp/pelab-mpi-XXXXXX";
 static char out[1 << 14];
 
 #define MPIRUN "mpirun -np %d --oversubscribe --bind-to none -x PELAB_TEST_KILL_RANK -x PELAB_TEST_KILL_AT -x PELAB_TEST_STEP_SLEEP_MS "
-#define MODEL "--d-model 32 --layers 2 --heads 2 --ctx 32 --lr 1e-2 --quiet "  // the model alone: --stop-at refuses evaluation options
+#define MODEL "--d-model 32 --layers 2 --heads 2 --ctx 32 --lr 1e-2 --quiet --overwrite "  // the model alone: --stop-at refuses evaluation options; the tests reuse their checkpoints' names
 #define SHAPE MODEL "--threads 1 --eval-tokens 2048 "
 
 static int have_mpi(void) {

@@ -244,7 +244,7 @@ static int train_on(group *g, const char *dir, const char *data, const char *pe,
     snprintf(g->label[k], sizeof g->label[k], "pe=%s %s%s%s on %s", pe, attn, *extra ? " " : "", extra, data);
     snprintf(js, sizeof js, "%s/m%d.json", dir, k);
     snprintf(cmd, sizeof cmd, "./train --data %s --pe %s --attn %s --d-model 16 --layers 2 --heads 2 "
-             "--batch 8 --steps 12 --lr 0.01 --until-solved 0 --threads 1 --quiet --save %s %s && ./train --load %s %s "
+             "--batch 8 --steps 12 --lr 0.01 --until-solved 0 --threads 1 --quiet --overwrite --save %s %s && ./train --load %s %s "
              "--threads 1 --quiet --json %s", data, pe, attn, g->ck[k], extra, g->ck[k], eval_opts, js);
     int rc = run_capture(cmd, out, sizeof out);
     EXPECT(rc == 0, "%s: exit %d: %.300s", cmd, rc, out);
@@ -316,7 +316,7 @@ static int test_module_matches_train(void) {
     char scaled[256], cmd[1024], out[4096];
     snprintf(scaled, sizeof scaled, "%s/scaled.ck", dir);
     snprintf(cmd, sizeof cmd, "./train --data %s --ctx 16 --pe rope --d-model 16 --layers 2 --heads 2 --batch 8 --steps 300 "
-             "--lr 0.01 --until-solved 0 --threads 1 --quiet --save %s", path, scaled);
+             "--lr 0.01 --until-solved 0 --threads 1 --quiet --overwrite --save %s", path, scaled);
     int trained = run_capture(cmd, out, sizeof out);
     EXPECT(trained == 0, "%s: exit %d: %.300s", cmd, trained, out);
     for (size_t k = 0; k < sizeof scales / sizeof scales[0] && trained == 0; k++) {
@@ -339,7 +339,7 @@ static int test_module_matches_train(void) {
     static const char *const tunes[] = {"yarn", "longrope --rope-factors 1,2,2.5,4"};
     for (int t = 0; t < 2; t++) {
         snprintf(cmd, sizeof cmd, "./train --init %s --rope-scale %s --data %s --ctx 32 --steps 5 --threads 1 --quiet "
-                 "--save %s/ft%d.ck && ./train --load %s/ft%d.ck --eval-ctx 16,32 --threads 1 --quiet --json %s/ft%d.json",
+                 "--overwrite --save %s/ft%d.ck && ./train --load %s/ft%d.ck --eval-ctx 16,32 --threads 1 --quiet --json %s/ft%d.json",
                  base_ck, tunes[t], path, dir, t, dir, t, dir, t);
         int rc = run_capture(cmd, out, sizeof out);
         EXPECT(rc == 0, "%s: exit %d: %.300s", cmd, rc, out);
@@ -384,7 +384,7 @@ static int test_safetensors(void) {
     static char files[4096];
     for (int k = 0; k < 6; k++) {
         snprintf(cmd, sizeof cmd, "./train --data %s --pe %s --d-model 16 --layers 2 --heads 2 --ctx 16 --batch 8 "
-                 "--steps 8 --threads 1 --quiet --save %s/m%d.ck", path, pes[k], dir, k);
+                 "--steps 8 --threads 1 --quiet --overwrite --save %s/m%d.ck", path, pes[k], dir, k);
         int rc = run_capture(cmd, out, sizeof out);
         EXPECT(rc == 0, "%s: exit %d: %.300s", cmd, rc, out);
         n += snprintf(files + n, sizeof files - n, " %s/m%d.ck %s/m%d.safetensors", dir, k, dir, k);
