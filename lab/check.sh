@@ -51,6 +51,16 @@ missing=$(cd results && for f in *; do [ "$f" = bench.md ] || [ "$f" = experimen
   grep -qxF "$f" <<< "$exempt" || echo "$f"; done)
 check "the workflow writes every file of results/${skipped_exps:+ but those of the experiments this CPU skips ($skipped_exps)}${missing:+ (missing: $missing)}" test -z "$missing"
 check "the report page is written" test -s "$scratch/q/results/report.html"
+check "the quick report says it is a smoke test and gives no claim verdicts" \
+  sh -c "grep -q 'Smoke test, not evidence' '$scratch/q/results/report.html' && grep -q 'No verdicts' '$scratch/q/results/report.html' && ! grep -q '>contrary<\\|>holds<' '$scratch/q/results/report.html'"
+check "every quick table carries the banner" sh -c "for f in '$scratch'/q/results/*.md; do grep -q 'Smoke test, not evidence' \"\$f\" || { echo \"\$f\"; exit 1; }; done"
+offline=$(mktemp -d)
+printf 'text: far\ncorpora:\n  far:\n    url: http://pelab-offline.invalid/t.txt\n    sha256: "%s"\n' "$(printf '0%.0s' $(seq 64))" > "$offline/far.yaml"
+t0=$(date +%s)
+lab/run --config-file "$offline/far.yaml" "$offline/run" > "$offline/log" 2>&1 && bad "an unreachable corpus is refused" || true
+check "an unreachable corpus is refused in seconds, the --text fix last ($(( $(date +%s) - t0 )) s)" \
+  sh -c "tail -1 '$offline/log' | grep -q 'lab/run --text PATH' && [ $(( $(date +%s) - t0 )) -lt 60 ]"
+rm -rf "$offline"
 check "a custom run folder leaves results/ alone" test "$(git status --porcelain results)" = "$before"
 if grep -l "nan\|inf" "$scratch"/q/results/*.csv; then bad "no CSV holds nan or inf"; else ok "no CSV holds nan or inf"; fi
 

@@ -119,6 +119,45 @@ def compare_main(argv):
     return 0
 
 
+def _cell(values, digits):
+    """mean ± half-width of its 95% interval; one run's value alone (n says how many)."""
+    ci = stats.mean_ci(values)
+    if ci.n == 0:
+        return "—"
+    return f"{ci.mean:.{digits}f}" if ci.n < 2 else ci.fmt(digits)
+
+
+def summary_table(t, by, sources):
+    """summary.md's table: one row per configuration, best first (by the
+    perplexity at the first evaluation length, else the final loss): n, the
+    perplexity at each length and the other metrics, each the mean ± its 95%
+    t-interval over the configuration's runs."""
+    runs, ev = t["runs"], t["evals"]
+    lengths = sorted(int(x) for x in ev.loc[ev["ppl"].notna(), "eval_ctx"].unique()) if "ppl" in ev else []
+    metrics = [m for m in ("final_loss", "order_acc", "solve_step") if m in runs and runs[m].notna().any()]
+    evs = {k if isinstance(k, tuple) else (k,): g for k, g in ev.groupby(by, sort=False, dropna=False)} if lengths else {}
+    rows = []
+    for key, g in runs.groupby(by, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        e = evs.get(key)
+        per_len = [e.loc[e["eval_ctx"] == L, "ppl"] if e is not None else [] for L in lengths]
+        rank_by = stats.mean_ci(per_len[0]).mean if lengths else stats.mean_ci(g["final_loss"]).mean
+        tps = g["tokens_per_s"].dropna() if "tokens_per_s" in g else []
+        cells = ([str(k) for k in key] + [str(len(g))] + [_cell(v, 3) for v in per_len]
+                 + [_cell(g[m], 0 if m == "solve_step" else 4) for m in metrics]
+                 + [f"{tps.mean():.0f}" if len(tps) else "—"])
+        rows.append((rank_by if rank_by == rank_by else float("inf"), cells))
+    rows.sort(key=lambda r: r[0])
+    head = ["rank"] + by + ["n"] + [f"ppl at {L}" for L in lengths] + metrics + ["tokens/s"]
+    lines = [f"# {len(runs)} runs from {' '.join(sources)}", "",
+             "Each configuration's runs: the mean ± the half-width of its 95% t-interval (one run: its value); best "
+             f"first by {'the perplexity at ' + str(lengths[0]) if lengths else 'the final training loss'}; — = not "
+             "measured by these runs; tokens/s: the mean throughput.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join([str(i)] + cells) + " |" for i, (_, cells) in enumerate(rows, 1)]
+    return lines
+
+
 def analyse_main(argv):
     ap = argparse.ArgumentParser(prog="lab/analyse", description="The lab's tables and figures for runs of your own.")
     ap.add_argument("runs", nargs="+", help="--json files or folders")
@@ -140,15 +179,7 @@ def analyse_main(argv):
     for name, df in t.items():
         if not df.empty:
             df.to_csv(out / f"{name}.csv", index=False)
-    lines = [f"# {len(runs)} runs from {' '.join(a.runs)}", "", "Mean ± 95% t-interval over the runs of each configuration; "
-             "— = not measured by these runs.", ""]
-    metrics = [m for m in ("final_loss", "eval_ppl", "order_acc", "solve_step", "tokens_per_s") if runs[m].notna().any()]
-    lines.append("| " + " | ".join(by + ["n"] + metrics) + " |")
-    lines.append("|" + "---|" * (len(by) + 1 + len(metrics)))
-    for key, g in runs.groupby(by, sort=False, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        lines.append("| " + " | ".join([str(k) for k in key] + [str(len(g))]
-                                       + [stats.mean_ci(g[m]).fmt(4) for m in metrics]) + " |")
+    lines = summary_table(t, by, a.runs)
     ev = t["evals"]
     if not ev.empty and ev["eval_ctx"].nunique() > 1:
         ev = ev.assign(label=ev[by].astype(str).agg(" ".join, axis=1))

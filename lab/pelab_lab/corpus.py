@@ -202,7 +202,38 @@ def command_args(named, src, sha256, out):
     return ["--src", str(named["url"]) if named else str(src), "--sha256", sha256, "--out", out]
 
 
+def preflight(config_path, out, timeout=10):
+    """Before a workflow is planned: the text corpus it would download can
+    be reached (or is already in the run folder). Returns the problem's
+    lines, the fix last; [] when there is none."""
+    import yaml
+    with open(config_path) as f:
+        cfg = yaml.safe_load(f) or {}
+    name = cfg.get("text")
+    c = (cfg.get("corpora") or {}).get(name) if isinstance(name, str) else None
+    if not c or not c.get("url"):
+        return []   # a local file (the workflow checks it) or a recipe from Debian's archive
+    if (Path(out) / "corpus" / f"{str(c.get('sha256', ''))[:16]}.txt").is_file():
+        return []
+    try:
+        with urllib.request.urlopen(urllib.request.Request(c["url"], method="HEAD"), timeout=timeout):
+            return []
+    except (OSError, ValueError) as e:
+        why = getattr(e, "reason", None) or e
+        return [f"the text corpus '{name}' of the perplexity experiments is downloaded from {c['url']}, which cannot "
+                f"be reached from here ({why}); nothing was run.",
+                "Give a local text file instead (any UTF-8 or byte text of 1 MB or more suits):",
+                f"  lab/run --text PATH {out}"]
+
+
 def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--preflight"]:   # --preflight MERGED_CONFIG OUTDIR
+        problems = preflight(argv[1], argv[2])
+        for line in problems:
+            print(f"lab/run: {line}" if line is problems[0] else line, file=sys.stderr)
+        return 2 if problems else 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", help="a URL, or a local file")
     ap.add_argument("--recipe", help="build the corpus from a Debian package: linux-source")

@@ -41,6 +41,11 @@ def detected_kernel():
         return ""
 
 
+SMOKE = ("**Smoke test, not evidence**: `lab/run --quick` (lab/quick.yaml) runs every experiment on a tiny budget — "
+         "a few dozen steps, two seeds — to check that the workflow, its tables and its figures work. Its numbers "
+         "say nothing about the encodings; run `make experiments` (or `lab/run` without --quick) for results.")
+
+
 def experiment_table(plan, stem):
     """plan: an experiment's plan file (the workflow writes plan/EXP.json):
     its name, its spec from the config, each run's --json path and labels,
@@ -53,6 +58,8 @@ def experiment_table(plan, stem):
             df["data_path"] = df["data"]   # the file the run read (baselines.py reads it again)
             df["data"] = df["data"].replace(plan.get("corpus") or {})
     body = KINDS[spec["kind"]].table(name, t, stem, spec)
+    if plan.get("quick"):
+        body = f"\n{SMOKE}\n\n{body}"
     if not runs:   # computed from a formula
         head = [f"# {spec.get('title') or KINDS[spec['kind']].title} ({name})", "",
                 f"Workflow: experiment `{name}` of `lab/config.yaml` (`make experiments`) — "
@@ -170,7 +177,13 @@ def html_report(plan, out):
         for png in sorted(folder.glob("attn_*.png")) if e in plan["pictures"] else []:
             data = base64.b64encode(png.read_bytes()).decode()
             parts.append(f'<figure><img alt="{png.stem}" src="data:image/png;base64,{data}"><figcaption>{png.stem}</figcaption></figure>')
-    parts.append('<section id="claims">' + md_to_html(ledger(folder), folder) + "</section>")
+    if plan.get("quick"):   # a banner atop the page and no verdicts: a smoke test is not evidence
+        parts.insert(0, '<p style="background:#fff3cd;border:2px solid #d39e00;padding:.6em;font-size:1.1em">'
+                     + _inline(SMOKE).replace("**", "") + "</p>")
+        parts.append('<section id="claims"><h2>Claims</h2><p>No verdicts: the ledger judges the papers\' claims from '
+                     "real budgets, and this run folder is a smoke test (<code>--quick</code>).</p></section>")
+    else:
+        parts.append('<section id="claims">' + md_to_html(ledger(folder), folder) + "</section>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;font-size:13px}"
              "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}code{background:#f4f4f4}")
     Path(out).write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>pelab experiments</title>"

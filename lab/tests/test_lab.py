@@ -279,7 +279,7 @@ def write_run(folder, name, config, **rest):
     """A run's --json with the given parts (and the top-level fields ./train always writes)."""
     p = Path(folder) / name
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps({"config": config, "params": 1000, "train": {}, "eval": [], "pelab": {}, **rest}))
+    p.write_text(json.dumps({"config": config, "given": [], "params": 1000, "train": {}, "eval": [], "pelab": {}, **rest}))
     return p
 
 
@@ -756,7 +756,7 @@ class Accept(unittest.TestCase):
                 self.assertEqual(accept_main([str(ok)]), 0)
                 for bad in (text, extra, short, nan):
                     self.assertEqual(accept_main([str(bad)]), 3, bad)
-            for what in ("eval[].ppl: str", "eval[].perplexity: not a field", "params: missing", "NaN literal"):
+            for what in ("eval[].ppl: str", "eval[].perplexity: not a field", "given: missing", "NaN literal"):
                 self.assertIn(what, err.getvalue())
 
     def test_an_interrupted_run_is_not_a_result(self):
@@ -964,3 +964,34 @@ class ConfigProperty(unittest.TestCase):
                 pass
 
         planned_or_refused()
+
+
+class SmokeAndOffline(unittest.TestCase):
+    """Issue 59: a --quick report says it is a smoke test and gives no
+    verdicts; a corpus that cannot be downloaded is said before anything
+    runs, the --text fix last."""
+
+    def test_quick_report_has_a_banner_and_no_verdicts(self):
+        from pelab_lab import report
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "report.html"
+            report.html_report({"exps": [], "skipped": {}, "quick": True, "kernel": "", "text": "x", "pictures": []}, out)
+            page = out.read_text()
+            self.assertIn("Smoke test, not evidence", page)
+            self.assertIn("No verdicts", page)
+            self.assertNotIn("contrary", page)
+
+    def test_unreachable_corpus_is_said_with_the_fix_last(self):
+        from pelab_lab import corpus
+        with tempfile.TemporaryDirectory() as d:
+            conf = Path(d) / "c.yaml"
+            conf.write_text("text: far\ncorpora:\n  far:\n    url: http://pelab-test.invalid/corpus.txt\n"
+                            "    sha256: '" + "0" * 64 + "'\n")
+            lines = corpus.preflight(conf, Path(d) / "run", timeout=5)
+            self.assertTrue(lines and "cannot be reached" in lines[0] and "nothing was run" in lines[0])
+            self.assertEqual(lines[-1].strip(), f"lab/run --text PATH {Path(d) / 'run'}")
+            (Path(d) / "run" / "corpus").mkdir(parents=True)
+            (Path(d) / "run" / "corpus" / ("0" * 16 + ".txt")).write_text("here already")
+            self.assertEqual(corpus.preflight(conf, Path(d) / "run"), [])
+            conf.write_text("text: /some/local/file.txt\n")
+            self.assertEqual(corpus.preflight(conf, Path(d) / "run"), [])
