@@ -15,7 +15,7 @@ set -uo pipefail
 old=$(realpath "$1") new=$(realpath "$2")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-export PELAB_RUNS=$dir/runs  # the run folders of builds that make them
+export PELAB_RUNS=none  # no run folders: the outputs are named (a build before them ignores it)
 text=/usr/share/common-licenses/GPL-3
 small="--d-model 32 --layers 2 --heads 2 --threads 1 --quiet --warmup 20"  # past the warmup: the whole schedule runs
 runs=()
@@ -59,8 +59,9 @@ for b in old new; do
      --data "$text" --threads 1 --quiet --eval-ctx 64,128 --eval-tokens 1024 --save ft.ck --json ft.json > /dev/null 2>&1)
 done
 # The two --json files without what depends on the clock, the machine's load
-# or the path given, and without the settings only one build has (a new
-# option, written at its default): the same results print nothing, exit 0.
+# or the path given, and without the settings and results only one build has
+# (a new option at its default, a new field): the same results print
+# nothing, exit 0.
 compare_json() {
   /usr/bin/python3 -c 'import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
@@ -68,8 +69,11 @@ for d in (a, b):
     for k in ("tokens_per_s", "seconds", "peak_rss_mib", "allreduce_seconds"): d.get("train", {}).pop(k, None)
     for k in ("save", "json", "threads"): d.get("config", {}).pop(k, None)
     d.pop("pelab", None)   # the build, the clock and the machine
-common = set(a.get("config", {})) & set(b.get("config", {}))
-for d in (a, b): d["config"] = {k: v for k, v in d.get("config", {}).items() if k in common}
+for part in ("config", "train"):   # a setting or a result only one build has (a new one) is left out
+    common = set(a.get(part, {})) & set(b.get(part, {}))
+    for d in (a, b): d[part] = {k: v for k, v in d.get(part, {}).items() if k in common}
+common = set(a) & set(b)
+a, b = ({k: v for k, v in d.items() if k in common} for d in (a, b))
 sa, sb = (json.dumps(d, sort_keys=True).replace(",", ",\n").splitlines() for d in (a, b))
 if sa != sb:
     import difflib
@@ -88,6 +92,7 @@ def run(path):
 sys.exit(run(sys.argv[1]) != run(sys.argv[2]))' "$1" "$2"
 }
 for f in "$dir"/new/*.ck; do
+  case $f in *.best.ck) [ -f "$dir/old/$(basename "$f")" ] || continue ;; esac  # the best model, which older builds did not keep
   name=$(basename "$f" .ck) n=$((n + 1))
   if ! compare_ck "$dir/old/$name.ck" "$f"; then echo "DIFFER $name.ck"; fails=$((fails + 1)); continue; fi
   if [ -f "$dir/new/$name.json" ] && ! out=$(compare_json "$dir/old/$name.json" "$dir/new/$name.json"); then
