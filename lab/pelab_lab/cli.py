@@ -95,7 +95,10 @@ def compare_main(argv):
         sub = select(df, sel, f"side {name}")
         sub = sub[sub[a.metric].notna()]
         if sub.empty:
-            raise SystemExit(f"compare: side {name} ({text}) selects no run with {a.metric}")
+            have = "; ".join(f"{k} takes " + ", ".join(sorted(map(str, df[k].dropna().unique()))[:20])
+                             for k in sel if k in df.columns)
+            raise SystemExit(f"compare: side {name} ({text}) selects no run with {a.metric}"
+                             + (f" (in these runs {have})" if have else ""))
         sides[name] = (sub, one_per_seed(sub, a.metric, name, [c for c in repeated if c not in at]))
     (da, va), (db, vb) = sides["A"], sides["B"]
     same_data = set(da["data"].astype(str)) == set(db["data"].astype(str)) and da["data"].nunique() == 1

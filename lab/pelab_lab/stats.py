@@ -9,6 +9,7 @@ n and the smallest difference this n detects with 80% power at α = 0.05
 """
 from dataclasses import dataclass
 import math
+import warnings
 
 import numpy as np
 from scipy import stats as sps
@@ -87,7 +88,9 @@ class Comparison:
 def min_detectable_paired(n, sd):
     if n < 2 or not np.isfinite(sd):
         return math.nan
-    d = TTestPower().solve_power(nobs=n, alpha=ALPHA, power=POWER, alternative="two-sided")
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # SciPy's noncentral t at n = 2 warns, and converges
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = TTestPower().solve_power(nobs=n, alpha=ALPHA, power=POWER, alternative="two-sided")
     return float(d * sd)
 
 
@@ -95,7 +98,9 @@ def min_detectable_welch(n_a, n_b, sd_a, sd_b):
     if n_a < 2 or n_b < 2:
         return math.nan
     pooled = math.sqrt(((n_a - 1) * sd_a ** 2 + (n_b - 1) * sd_b ** 2) / (n_a + n_b - 2))
-    d = TTestIndPower().solve_power(nobs1=n_a, ratio=n_b / n_a, alpha=ALPHA, power=POWER, alternative="two-sided")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = TTestIndPower().solve_power(nobs1=n_a, ratio=n_b / n_a, alpha=ALPHA, power=POWER, alternative="two-sided")
     return float(d * pooled)
 
 
