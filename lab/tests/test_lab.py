@@ -995,3 +995,42 @@ class SmokeAndOffline(unittest.TestCase):
             self.assertEqual(corpus.preflight(conf, Path(d) / "run"), [])
             conf.write_text("text: /some/local/file.txt\n")
             self.assertEqual(corpus.preflight(conf, Path(d) / "run"), [])
+
+
+class AnalyseSummary(unittest.TestCase):
+    """Issue 59: lab/analyse's summary has a column per evaluation length, its
+    rows ranked, one run's value without "(n=1)", tokens/s as a whole number;
+    lab/compare's refusal of an empty side lists the values there are."""
+
+    def runs(self, d):
+        for pe, ppl in (("rope", (8.0, 8.4)), ("alibi", (7.0, 7.2))):
+            for seed, p in zip((1, 2), ppl):
+                write_run(d, f"{pe}{seed}.json", {"pe": pe, "seed": seed, "data": "t.txt", "ctx": 64},
+                          train={"steps": 10, "final_loss": 2.0 + seed / 10, "tokens_per_s": 168680.7},
+                          eval=[{"ctx": 64, "loss": math.log(p), "ppl": p, "tokens": 100},
+                                {"ctx": 256, "loss": math.log(p + 1), "ppl": p + 1, "tokens": 100}])
+        write_run(d, "none1.json", {"pe": "none", "seed": 1, "data": "t.txt", "ctx": 64},
+                  train={"steps": 10, "final_loss": 2.5, "tokens_per_s": 100000.0},
+                  eval=[{"ctx": 64, "loss": math.log(9.0), "ppl": 9.0, "tokens": 100}])
+
+    def test_ranked_per_length_columns_clean_numbers(self):
+        from pelab_lab.cli import load, summary_table
+        with tempfile.TemporaryDirectory() as d:
+            self.runs(d)
+            lines = summary_table(load([d]), ["pe"], [d])
+            head = next(l for l in lines if l.startswith("| rank"))
+            self.assertIn("| ppl at 64 | ppl at 256 |", head)
+            rows = [l for l in lines if l.startswith("| ") and l[2].isdigit()]
+            self.assertEqual([r.split(" | ")[1] for r in rows], ["alibi", "rope", "none"])
+            self.assertIn("7.100 ± ", rows[0])
+            self.assertIn("| 9.000 | — |", rows[2])
+            self.assertNotIn("n=1", "\n".join(lines))
+            self.assertIn("| 168681 |", rows[0])
+
+    def test_compare_lists_the_labels_there_are(self):
+        from pelab_lab.cli import compare_main
+        with tempfile.TemporaryDirectory() as d:
+            self.runs(d)
+            with self.assertRaises(SystemExit) as e:
+                compare_main([d, "--metric", "ppl", "--a", "label=rope", "--b", "label=rope (yarn)", "--at", "eval_ctx=64"])
+            self.assertIn("label takes alibi, none, rope", str(e.exception))
