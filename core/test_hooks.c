@@ -23,6 +23,7 @@ const test_hooks_t *test_hooks(void) {
             .mem_available = mem ? atof(mem) : -1,
             .cgroup_dir = getenv("PELAB_TEST_CGROUP_DIR"),
             .cgroup_root = getenv("PELAB_TEST_CGROUP_ROOT"),
+            .max_steps = env_long("PELAB_TEST_MAX_STEPS", 0),
         };
         read = 1;
     }

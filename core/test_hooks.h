@@ -17,6 +17,8 @@ typedef struct {
     double mem_available;   // PELAB_TEST_MEM_AVAILABLE: bytes, instead of /proc/meminfo (-1: read it)
     const char *cgroup_dir;   // PELAB_TEST_CGROUP_DIR: a folder of cgroup files instead of the process's group
     const char *cgroup_root;  // PELAB_TEST_CGROUP_ROOT: where the walk up from cgroup_dir stops
+    long max_steps;         // PELAB_TEST_MAX_STEPS: a run's --steps capped at this (--stop-at scaled with it), so that
+                            // the documents' example commands run in seconds (0: no cap)
 } test_hooks_t;
 
 // The hooks, read from the environment at the first call.

@@ -15,6 +15,7 @@
 #include "../core/dist.h"
 #include "../core/files.h"
 #include "../core/startup.h"
+#include "../core/test_hooks.h"
 #include "../model/gemm.h"
 #include "signals.h"
 
@@ -540,6 +541,11 @@ void run_resolve(options *o, run_t *r) {
     if (o->tokenizer && (rc = data_load_tokenizer(&r->d, o->tokenizer, err, sizeof err))) die_status(rc, err);
     resolve_task(o, r, from);
     resolve_until_solved(o, r, from);
+    long cap = test_hooks()->max_steps;
+    if (cap > 0 && o->steps > cap && !o->load) {  // the suite's run of the documents' examples
+        if (o->stop_at) o->stop_at = o->stop_at * cap / o->steps > 0 ? o->stop_at * cap / o->steps : 1;
+        o->steps = cap;
+    }
     if (o->init) {
         if (r->m.cfg.vocab != r->d.vocab)
             die_usage("--init %s has a vocabulary of %d but --data %s has %d; fine-tune on data of the same kind",

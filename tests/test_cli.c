@@ -1662,6 +1662,55 @@ static int test_lab_tools_say_what_to_install(void) {
     return fails;
 }
 
+// The README's example commands run as written (issue 59), each in a
+// folder of its own where the earlier ones' files are (7 loads what 6
+// saved), with the steps capped (PELAB_TEST_MAX_STEPS=40: the commands, their
+// options and files are what is checked here; their numbers are the
+// README's, from the machine it names).
+static int test_readme_examples_run(void) {
+    int fails = 0;
+    ensure_tmpdir();
+    static char readme[1 << 17], cmd[4096], line[2048];
+    slurp("README.md", readme, sizeof readme);
+    const char *p = strstr(readme, "\n## Examples\n");
+    EXPECT(p != NULL, "README.md has no Examples section");
+    if (!p) return fails;
+    const char *end = strstr(p + 1, "\n## ");
+    char cwd[1024];
+    EXPECT(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/ex && ln -sf %s/train %s/ex/train", tmpdir, cwd, tmpdir);
+    EXPECT(system(cmd) == 0, "%s", cmd);
+    int n = 0;
+    line[0] = 0;
+    for (const char *q = p; q && (!end || q < end); q = strchr(q, '\n')) {
+        q++;
+        size_t len = strcspn(q, "\n");
+        if (len < 4 || strncmp(q, "    ", 4) != 0) continue;
+        char part[1024];
+        snprintf(part, sizeof part, "%.*s", (int)(len - 4), q + 4);
+        char *hash = strstr(part, "  #");  // the comment that says what to expect
+        if (hash) *hash = 0;
+        size_t k = strlen(part);
+        while (k && part[k - 1] == ' ') part[--k] = 0;
+        int more = k && part[k - 1] == '\\';
+        if (more) part[--k] = 0;
+        strncat(line, part, sizeof line - strlen(line) - 1);
+        if (more) continue;
+        if (!strncmp(line, "./train", 7)) {
+            snprintf(cmd, sizeof cmd, "cd %s/ex && PELAB_TEST_MAX_STEPS=40 PELAB_RUNS=%s/ex/runs sh -c '%s' > %s/ex.out 2>&1",
+                     tmpdir, tmpdir, line, tmpdir);
+            int s = system(cmd);
+            slurp(tmp_path("ex.out"), out_buf, sizeof out_buf);
+            EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "README example `%s`: exit %d:\n%.1500s", line, WEXITSTATUS(s), out_buf);
+            n++;
+        }
+        line[0] = 0;
+    }
+    EXPECT(n >= 9, "%d example commands found in the README", n);
+    printf("    %d README examples ran\n", n);
+    return fails;
+}
+
 // A NaN injected at step 8 stops the run with exit 1, names the step, and
 // leaves the step-5 checkpoint loadable.
 static int test_nan_keeps_last_checkpoint(void) {
@@ -2726,6 +2775,7 @@ const test_case cli_tests[] = {
     {"cli/rerun_from_record", test_rerun_from_record},
     {"cli/compare_pe_runs", test_compare_pe_runs},
     {"cli/lab_tools_say_what_to_install", test_lab_tools_say_what_to_install},
+    {"docs/readme_examples_run", test_readme_examples_run},
     {"cli/list_option", test_list_option},
     {"cli/second_sigint_exits_at_once", test_second_signal_exits_at_once},
     {"files/abandon_leaves_no_temporary", test_abandon_during_writes},
