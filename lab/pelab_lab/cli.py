@@ -190,6 +190,11 @@ def analyse_main(argv):
                               int(runs["ctx"].min()), list(dict.fromkeys(ev["label"])))
         lines += ["", "![lengths](lengths.png)"]
     cu = t["curve"]
+    if not cu.empty and "val_loss" in cu and cu["val_loss"].notna().any():
+        cu_l = cu.assign(label=cu[by].astype(str).agg(" ".join, axis=1))
+        figures.loss_curves(cu_l, "validation loss during training (each configuration: mean, 95% band, seeds)",
+                            str(out / "loss"))
+        lines += ["", "![loss](loss.png)"]
     if not cu.empty and cu["order_acc"].notna().any():
         figures.order_curves(cu, "order accuracy during training", str(out / "order"))
         lines += ["", "![order](order.png)"]

@@ -78,6 +78,30 @@ def order_curves(curve, title, stem, order=None):
     return save(fig, stem)
 
 
+def loss_curves(curve, title, stem, by="label"):
+    """The validation loss (and the training loss of the step, dashed)
+    against training step, one line per configuration: the mean over its
+    runs with its 95% band and a thin line per seed."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.4))
+    for i, lab in enumerate(dict.fromkeys(curve[by])):
+        g = curve[(curve[by] == lab) & curve["val_loss"].notna()]
+        if g.empty:
+            continue
+        xs = sorted(g["step"].unique())
+        style = encoding_style(str(lab), i)
+        _band(ax, xs, [g[g["step"] == x]["val_loss"].to_numpy() for x in xs], style, f"{lab} (validation)",
+              _per_seed(g, "step", "val_loss", xs))
+        tr = g.groupby("step")["train_loss"].mean()
+        ax.plot(tr.index, tr.to_numpy(), linestyle="--", linewidth=0.8, color=style.get("color"), alpha=0.7,
+                label=f"{lab} (training, that step)")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("loss (nats/token)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, stem)
+
+
 def solve_curves(runs, title, stem, cap=None, panel="attn", share=None):
     """Fraction of seeds solved against training step (Kaplan–Meier, a step
     function; stats.solved_by), one panel per attention mode (or per value

@@ -1034,3 +1034,16 @@ class AnalyseSummary(unittest.TestCase):
             with self.assertRaises(SystemExit) as e:
                 compare_main([d, "--metric", "ppl", "--a", "label=rope", "--b", "label=rope (yarn)", "--at", "eval_ctx=64"])
             self.assertIn("label takes alibi, none, rope", str(e.exception))
+
+    def test_a_curve_gets_its_picture(self):
+        from pelab_lab.cli import analyse_main
+        with tempfile.TemporaryDirectory() as d:
+            for seed in (1, 2):
+                write_run(Path(d) / "r", f"rope{seed}.json", {"pe": "rope", "seed": seed, "data": "t.txt", "ctx": 64},
+                          train={"steps": 20, "final_loss": 2.0},
+                          curve=[{"step": s, "train_loss": 3.0 - s / 20, "val_loss": 3.1 - s / 40 + seed / 100}
+                                 for s in (10, 20)])
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(analyse_main([str(Path(d) / "r"), "--out", str(Path(d) / "out")]), 0)
+            self.assertTrue((Path(d) / "out" / "loss.png").stat().st_size > 0)
+            self.assertIn("![loss](loss.png)", (Path(d) / "out" / "summary.md").read_text())
