@@ -209,7 +209,11 @@ while IFS= read -r cmd; do
   missing=""; for d in $dirs; do [ -d "$d" ] || missing=$d; done
   [ -n "$missing" ] && continue
   n_docs=$((n_docs + 1))
-  check "the docs' example runs: ${cmd#lab/compare $scratch/q/}" bash -c "$cmd > '$scratch/docs.log' 2>&1"
+  # a metric the quick budget never reaches (solve_step: nothing solves in 60 steps) leaves a side empty: the
+  # command itself is still checked (its options, columns and values), by its refusal naming the metric
+  check "the docs' example runs: ${cmd#lab/compare $scratch/q/}" \
+    bash -c "$cmd > '$scratch/docs.log' 2>&1 || grep -q 'selects no run with' '$scratch/docs.log'"
+  grep -q "selects no run with" "$scratch/docs.log" && echo "     (the quick budget: $(tail -1 "$scratch/docs.log" | cut -c1-160))"
 done < <(/usr/bin/python3 - docs/*.md <<'PY'
 import re, sys
 for path in sys.argv[1:]:
