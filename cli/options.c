@@ -242,25 +242,6 @@ static const char *refusal(unsigned mode) {
                                  : "cannot be given with --init: the model's shape and encoding come from the checkpoint";
 }
 
-// Edit distance between a and b (Levenshtein), at most 32 characters of b.
-static int edit_distance(const char *a, const char *b) {
-    int lb = (int)strlen(b);
-    if (lb > 32) return 99;
-    int row[33];
-    for (int j = 0; j <= lb; j++) row[j] = j;
-    for (int i = 1; a[i - 1]; i++) {
-        int diag = row[0];
-        row[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int up = row[j];
-            int sub = diag + (a[i - 1] != b[j - 1]);
-            int best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
-            row[j] = sub < best ? sub : best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
 
 // " (did you mean --NAME?)" for a mistyped option: the same name with '-'
 // for '_' (an underscore spelling is suggested, never accepted silently), or
@@ -271,13 +252,9 @@ static void suggest_option(const char *arg, const struct option *opts, char *buf
     want[strcspn(want, "=")] = '\0';
     for (char *p = want; *p; p++)
         if (*p == '_') *p = '-';
-    const char *best = NULL;
-    int best_d = 3;
-    for (const struct option *o = opts; o->name; o++) {
-        int d = edit_distance(want, o->name);
-        if (d < best_d) best_d = d, best = o->name;
-    }
-    if (best) snprintf(buf, cap, " (did you mean --%s?)", best);
+    nearest_name near = NEAREST_INIT;
+    for (const struct option *o = opts; o->name; o++) nearest_offer(&near, want, o->name);
+    if (near.best) snprintf(buf, cap, " (did you mean --%s?)", near.best);
     else if (cap) buf[0] = '\0';
 }
 

@@ -263,3 +263,29 @@ double mem_available_bytes(void) {
 }
 
 double par_min_ns = PAR_MIN_NS;
+
+int edit_distance(const char *a, const char *b) {  // two neighbours swapped count as one edit ("bets" → "best")
+    int lb = (int)strlen(b);
+    if (lb > 32) return 99;
+    int before[33], prev[33], row[33];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; a[i - 1]; i++) {
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < best) best = prev[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && before[j - 2] + 1 < best)
+                best = before[j - 2] + 1;
+            row[j] = best;
+        }
+        memcpy(before, prev, sizeof prev);
+        memcpy(prev, row, sizeof row);
+    }
+    return prev[lb];
+}
+
+void nearest_offer(nearest_name *n, const char *typed, const char *name) {
+    int d = edit_distance(typed, name);
+    if (d < n->distance) n->distance = d, n->best = name;
+}

@@ -99,6 +99,17 @@ float rng_normal(rng_t *r);                // N(0, 1), Box-Muller
 // CRC-32 (IEEE 802.3 polynomial, zlib's crc32), incremental: start with crc = 0.
 uint32_t crc32_update(uint32_t crc, const void *data, size_t n);
 
+// "Did you mean …?": the name nearest to what was typed, within two edits.
+// Start with NEAREST_INIT, offer each valid name, then use .best (NULL: none close).
+typedef struct {
+    const char *best;
+    int distance;
+} nearest_name;
+#define NEAREST_INIT {NULL, 3}
+void nearest_offer(nearest_name *n, const char *typed, const char *name);
+// Edit distance (Levenshtein) between a and b; 99 when b is longer than 32 characters.
+int edit_distance(const char *a, const char *b);
+
 double now_seconds(void);
 
 #endif

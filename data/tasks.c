@@ -440,7 +440,10 @@ static int task_takes(const char *spec, const unsigned char *head, size_t got) {
 
 static int task_check(const char *spec, char *err, size_t errlen) {
     if (task_find(spec + 5) >= 0) return 1;
-    snprintf(err, errlen, "--data '%s': no such task; the tasks are %s", spec, task_names());
+    nearest_name near = NEAREST_INIT;
+    for (int i = 0; i < N_TASKS; i++) nearest_offer(&near, spec + 5, tasks[i].name);
+    snprintf(err, errlen, "--data '%s': no such task%s%s%s; the tasks are %s", spec, near.best ? " (did you mean task:" : "",
+             near.best ? near.best : "", near.best ? "?)" : "", task_names());
     return 0;
 }
 

@@ -374,9 +374,13 @@ int setting_parse(const setting *s, const char *text, options *o, run_state *st,
             }
         if (from_file) return bad_value(s, 1, text, NULL, err, errlen);
         char list[128] = "";
-        for (int k = 0; s->choices[k]; k++)
+        nearest_name near = NEAREST_INIT;
+        for (int k = 0; s->choices[k]; k++) {
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? " or " : "", s->choices[k]);
-        snprintf(err, errlen, "--%s '%.200s': choose %s", s->name, text, list);
+            nearest_offer(&near, text, s->choices[k]);
+        }
+        snprintf(err, errlen, "--%s '%.200s': %s%s%schoose %s", s->name, text, near.best ? "did you mean " : "",
+                 near.best ? near.best : "", near.best ? "? " : "", list);
         return 0;
     }
     case SET_TEXT:

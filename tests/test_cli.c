@@ -319,6 +319,11 @@ static int test_bad_input_table(void) {
         {"--eval_ctx 64", 2, "did you mean --eval-ctx?"},  // an underscore spelling: suggested, never taken
         {"--stesp 5", 2, "did you mean --steps?"},
         {"--rope_base 500", 2, "did you mean --rope-base?"},  // an encoding's option too
+        {"--attn casual", 2, "did you mean causal?"},          // and values: a choice,
+        {"--keep bets", 2, "did you mean best?"},              // two letters swapped as one edit,
+        {"--pe learned+alibbi", 2, "did you mean alibi?"},     // an encoding,
+        {"--rope-scale yran", 2, "did you mean yarn?"},        // an encoding's choice,
+        {"--data task:cpy", 2, "did you mean task:copy?"},     // a task
         {"--ctx", 2, "--ctx"},
         {"stray", 2, "stray"},
         {"--eval-ctx 64,,x", 2, "--eval-ctx"},

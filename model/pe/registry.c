@@ -74,7 +74,10 @@ int pe_parse_spec(const char *spec, const pe_ops **abs, const pe_ops **rel, char
     for (int i = 0; i < 2 && names[i]; i++) {
         const pe_ops *o = pe_find(names[i]);
         if (!o) {
-            snprintf(err, errlen, "--pe '%s': unknown encoding '%s' (choose from %s)", spec, names[i], pe_names());
+            nearest_name near = NEAREST_INIT;
+            for (int k = 0; k < pe_registry_count; k++) nearest_offer(&near, names[i], pe_registry[k]->name);
+            snprintf(err, errlen, "--pe '%s': unknown encoding '%s'%s%s%s (choose from %s)", spec, names[i],
+                     near.best ? "; did you mean " : "", near.best ? near.best : "", near.best ? "?" : "", pe_names());
             return 0;
         }
         if (is_nope(o)) {
@@ -146,7 +149,10 @@ static int parse_value(const pe_option *o, const char *s, double *v, char *err, 
                 *v = k;
                 return 1;
             }
-        size_t n = (size_t)snprintf(err, errlen, "--%s '%s': choose", o->name, s);
+        nearest_name near = NEAREST_INIT;
+        for (int k = 0; o->choices[k]; k++) nearest_offer(&near, s, o->choices[k]);
+        size_t n = (size_t)snprintf(err, errlen, "--%s '%s': %s%s%schoose", o->name, s, near.best ? "did you mean " : "",
+                                    near.best ? near.best : "", near.best ? "? " : "");
         for (int k = 0; o->choices[k] && n < errlen; k++)
             n += (size_t)snprintf(err + n, errlen - n, "%s %s", k ? "," : "", o->choices[k]);
         return 0;
