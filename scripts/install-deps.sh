@@ -9,6 +9,7 @@
 #                                      the Python scientific stack (lab/)
 #   scripts/install-deps.sh --slurm    also Slurm and munge (make slurm-check)
 #   scripts/install-deps.sh --browser  also Chromium (the lab's check of its HTML report)
+#   scripts/install-deps.sh --peers    also python3-venv (make bench's peers: bench/peers/venv.sh, from PyPI)
 set -euo pipefail
 want=(gcc make pkg-config libopenblas-dev libstb-dev zlib1g-dev libdnnl-dev fonts-dejavu-core)
 for arg in "$@"; do
@@ -16,10 +17,11 @@ for arg in "$@"; do
         --torch) want+=(python3 python3-torch python3-numpy) ;;
         --fuzz) want+=(clang libclang-rt-14-dev) ;;
         --mpi) want+=(libopenmpi-dev openmpi-bin) ;;
+        --peers) want+=(python3 python3-venv) ;;
         --lab) want+=(snakemake python3-pandas python3-scipy python3-statsmodels python3-matplotlib python3-yaml python3-hypothesis) ;;
         --slurm) want+=(slurm-wlm munge) ;;
         --browser) want+=(chromium) ;;
-        *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab] [--slurm] [--browser]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--torch] [--fuzz] [--mpi] [--lab] [--slurm] [--browser] [--peers]" >&2; exit 2 ;;
     esac
 done
 missing=()
