@@ -1,0 +1,111 @@
+"""The PyTorch peer of make bench (issue 58): pelab's model written the way
+a PyTorch user writes it for speed — one fused QKV product, RoPE on the
+(B, H, T, hs) heads, scaled_dot_product_attention (causal), a tied head —
+loaded with a pelab checkpoint's weights, so that it first proves it computes
+the same function: its loss on the validation windows ./train scored equals
+./train's within 1e-5 relative.
+
+    $(bench/peers/venv.sh) bench/peers/torch_peer.py check CK ROWS LOSS
+      CK: a pelab checkpoint (RoPE or NoPE, causal); ROWS: ./train --load CK
+      --eval-rows ROWS --eval-ctx L; LOSS: ./train's loss at L from its --json.
+
+Timing (eager, torch.compile, bf16 autocast) and the 20-step check come next.
+"""
+import math
+import os
+import sys
+from pathlib import Path
+
+for _k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # the peer's own process runs its libraries at their best
+    os.environ.pop(_k, None)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab"))
+from pelab_lab import torch as pelab_torch  # noqa: E402  (the checkpoint reader and layout; not its model)
+
+
+class FastGPT(torch.nn.Module):
+    """Pre-LN GPT: LayerNorm (eps 1e-5) → QKV → RoPE → causal attention →
+    projection; LayerNorm → GELU (tanh) MLP; final LayerNorm; the token
+    embedding as the head. Parameters in pelab's layout, stacked per layer."""
+
+    def __init__(self, cfg, flat):
+        super().__init__()
+        pe = cfg["pe"]
+        if pe not in ("rope", "none") or not cfg["causal"]:
+            raise ValueError(f"the peer runs causal rope or none, not {pe} ({'causal' if cfg['causal'] else 'bidir'})")
+        self.cfg = cfg
+        tensors = pelab_torch.unflatten(cfg, np.asarray(flat, np.float32))
+        self.p = torch.nn.ParameterDict({n: torch.nn.Parameter(torch.tensor(a)) for n, a in tensors.items()})
+        hs = cfg["d"] // cfg["heads"]
+        if pe == "rope":
+            theta, pos_mul, qmul = pelab_torch.rope_frequencies(cfg, hs, None)
+            pos = torch.arange(cfg["ctx"], dtype=torch.float32) * pos_mul
+            ang = pos[:, None] * torch.as_tensor(np.asarray(theta, np.float32))[None, :]  # (T, hs/2)
+            self.register_buffer("cos", torch.cos(ang), persistent=False)
+            self.register_buffer("sin", torch.sin(ang), persistent=False)
+            self.qmul = float(qmul)
+
+    def rope(self, x):  # (B, H, T, hs): each pair (2m, 2m+1) turned by position × theta_m
+        T = x.shape[2]
+        a, b = x[..., 0::2], x[..., 1::2]
+        c, s = self.cos[:T], self.sin[:T]
+        return torch.stack((a * c - b * s, a * s + b * c), dim=-1).flatten(-2)
+
+    def forward(self, tokens, targets=None):
+        cfg, P = self.cfg, self.p
+        B, T = tokens.shape
+        C, H = cfg["d"], cfg["heads"]
+        hs = C // H
+        x = F.embedding(tokens, P["wte"])
+        for l in range(cfg["layers"]):
+            h = F.layer_norm(x, (C,), P["ln1w"][l], P["ln1b"][l], eps=1e-5)
+            q, k, v = F.linear(h, P["qkvw"][l], P["qkvb"][l]).view(B, T, 3, H, hs).permute(2, 0, 3, 1, 4)
+            if cfg["pe"] == "rope":
+                q, k = self.rope(q) * self.qmul, self.rope(k)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + F.linear(y.transpose(1, 2).reshape(B, T, C), P["projw"][l], P["projb"][l])
+            h = F.layer_norm(x, (C,), P["ln2w"][l], P["ln2b"][l], eps=1e-5)
+            x = x + F.linear(F.gelu(F.linear(h, P["fcw"][l], P["fcb"][l]), approximate="tanh"), P["fcprojw"][l],
+                             P["fcprojb"][l])
+        logits = F.linear(F.layer_norm(x, (C,), P["lnfw"], P["lnfb"], eps=1e-5), P["wte"])
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-1)
+
+
+def rows_loss(model, tok, tgt, batch=16):
+    """Mean cross-entropy over the rows' targets (nats per token), as ./train sums them."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for b0 in range(0, len(tok), batch):
+            t, y = torch.as_tensor(tok[b0:b0 + batch]), torch.as_tensor(tgt[b0:b0 + batch])
+            logits, _ = model(t)
+            lp = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-1, reduction="sum")
+            total += lp.double().item()
+            count += int((y >= 0).sum())
+    return total / count
+
+
+def check(ck, rows_path, want):
+    cfg, flat = pelab_torch.read_checkpoint(ck)
+    model = FastGPT(cfg, flat)
+    rows = pelab_torch.read_rows(rows_path)
+    L = min(rows)
+    tok, tgt, seg = rows[L]
+    if (seg != 0).any():
+        raise ValueError("the rows have segments; the peer scores one sequence per row")
+    got = rows_loss(model, tok, tgt)
+    rel = abs(got - want) / abs(want)
+    print(f"torch {torch.__version__}: loss at {L} {got:.7f}, ./train {want:.6f}, relative difference {rel:.2e} "
+          f"({'within' if rel <= 1e-5 else 'OUTSIDE'} 1e-5)")
+    return 0 if rel <= 1e-5 else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5 or sys.argv[1] != "check":
+        sys.exit(__doc__)
+    sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
