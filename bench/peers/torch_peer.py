@@ -9,7 +9,11 @@ the same function: its loss on the validation windows ./train scored equals
       CK: a pelab checkpoint (RoPE or NoPE, causal); ROWS: ./train --load CK
       --eval-rows ROWS --eval-ctx L; LOSS: ./train's loss at L from its --json.
 
-Timing (eager, torch.compile, bf16 autocast) and the 20-step check come next.
+    $(bench/peers/venv.sh) bench/peers/torch_peer.py time CK [eager|compile|bf16 [STEPS [BATCH]]]
+      training tokens/s on CK's model (its shape; ./train --steps 0 --save CK makes one), AdamW as pelab's,
+      after 3 warm-up steps (torch.compile compiles in them; their time is printed apart).
+
+The 20-step check against pelab's own steps comes next (it needs pelab's batches).
 """
 import math
 import os
@@ -105,7 +109,50 @@ def check(ck, rows_path, want):
     return 0 if rel <= 1e-5 else 1
 
 
+def time_steps(ck, mode, B, steps, warmup):
+    """Training tokens/s of the peer in one mode (eager, compile, bf16: eager under
+    bf16 autocast) on the model of checkpoint ck (its shape; ./train --steps 0
+    makes one), steady state after `warmup` steps; and the seconds of those
+    warm-up steps (torch.compile's compilation happens there)."""
+    import time
+    torch.manual_seed(1)
+    cfg, flat = pelab_torch.read_checkpoint(ck)
+    model = FastGPT(cfg, flat)
+    V, T = cfg["vocab"], cfg["ctx"]
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, foreach=True)
+    tok = torch.randint(0, V, (B, T))
+    tgt = torch.randint(0, V, (B, T))
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bf16"):
+            _, loss = model(tok, tgt)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    if mode == "compile":
+        step = torch.compile(step)
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    t1 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    t2 = time.perf_counter()
+    return B * T * steps / (t2 - t1), t1 - t0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 5 or sys.argv[1] != "check":
-        sys.exit(__doc__)
-    sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
+    if len(sys.argv) == 5 and sys.argv[1] == "check":
+        sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
+    if len(sys.argv) >= 3 and sys.argv[1] == "time":  # time CK [MODE [STEPS [BATCH]]]
+        mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
+        steps = int(sys.argv[4]) if len(sys.argv) > 4 else 10
+        batch = int(sys.argv[5]) if len(sys.argv) > 5 else 8
+        tps, warm = time_steps(sys.argv[2], mode, batch, steps, 3)
+        print(f"torch {torch.__version__} {mode}: tokens_per_s {tps:.0f} (threads {torch.get_num_threads()}; "
+              f"warm-up {warm:.1f} s)")
+        sys.exit(0)
+    sys.exit(__doc__)
