@@ -1,0 +1,142 @@
+"""The JAX peer of make bench (issue 58): pelab's model in JAX, the whole
+training step under jax.jit (optax: clipping at global norm 1, AdamW with
+pelab's settings, weight decay on the matrices and the embedding only),
+loaded with a pelab checkpoint's weights, first checked to compute the same
+function as ./train.
+
+    $(bench/peers/venv.sh) bench/peers/jax_peer.py check CK ROWS LOSS
+      as torch_peer.py's: the loss on ./train --eval-rows's windows against ./train's, within 1e-5 relative
+    $(bench/peers/venv.sh) bench/peers/jax_peer.py time CK [STEPS [BATCH]]
+      training tokens/s after 3 warm-up steps (the first compiles; its time is printed apart)
+"""
+import os
+import sys
+import time
+from pathlib import Path
+
+for _k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # the peer's own process runs its libraries at their best
+    os.environ.pop(_k, None)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab"))
+from pelab_lab import torch as pelab_torch  # noqa: E402  (the checkpoint reader, layout and RoPE's frequencies)
+
+DECAYED = ("wte", "qkvw", "projw", "fcw", "fcprojw")  # pelab decays matrices and the embedding, not gains or biases
+
+
+def load(ck):
+    cfg, flat = pelab_torch.read_checkpoint(ck)
+    if cfg["pe"] not in ("rope", "none") or not cfg["causal"]:
+        raise SystemExit(f"jax_peer: runs causal rope or none, not {cfg['pe']}")
+    params = {n: jnp.asarray(a) for n, a in pelab_torch.unflatten(cfg, np.asarray(flat, np.float32)).items()}
+    rope = None
+    if cfg["pe"] == "rope":
+        hs = cfg["d"] // cfg["heads"]
+        theta, pos_mul, qmul = pelab_torch.rope_frequencies(cfg, hs, None)
+        ang = (np.arange(cfg["ctx"], dtype=np.float32) * np.float32(pos_mul))[:, None] * np.asarray(theta, np.float32)[None]
+        rope = (jnp.asarray(np.cos(ang)), jnp.asarray(np.sin(ang)), float(qmul))
+    return cfg, params, rope
+
+
+def layer_norm(x, w, b):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / jnp.sqrt(v + 1e-5) * w + b
+
+
+def make_loss(cfg, rope):
+    C, H, L = cfg["d"], cfg["heads"], cfg["layers"]
+    hs = C // H
+
+    def turn(x, T):  # (B, H, T, hs): each pair (2m, 2m+1) turned by position × theta_m
+        c, s = rope[0][:T], rope[1][:T]
+        a, b = x[..., 0::2], x[..., 1::2]
+        return jnp.stack((a * c - b * s, a * s + b * c), axis=-1).reshape(x.shape)
+
+    def loss(P, tok, tgt):
+        B, T = tok.shape
+        x = P["wte"][tok]
+        mask = jnp.tril(jnp.ones((T, T), bool))
+        for l in range(L):
+            h = layer_norm(x, P["ln1w"][l], P["ln1b"][l])
+            qkv = (h @ P["qkvw"][l].T + P["qkvb"][l]).reshape(B, T, 3, H, hs).transpose(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            if rope is not None:
+                q, k = turn(q, T) * rope[2], turn(k, T)
+            s = jnp.where(mask, q @ k.swapaxes(-1, -2) / np.float32(np.sqrt(hs)), -jnp.inf)
+            y = jax.nn.softmax(s, axis=-1) @ v
+            x = x + y.transpose(0, 2, 1, 3).reshape(B, T, C) @ P["projw"][l].T + P["projb"][l]
+            h = layer_norm(x, P["ln2w"][l], P["ln2b"][l])
+            x = x + jax.nn.gelu(h @ P["fcw"][l].T + P["fcb"][l], approximate=True) @ P["fcprojw"][l].T + P["fcprojb"][l]
+        logits = layer_norm(x, P["lnfw"], P["lnfb"]) @ P["wte"].T
+        lp = jax.nn.log_softmax(logits, axis=-1)
+        keep = tgt >= 0
+        nll = -jnp.take_along_axis(lp, jnp.where(keep, tgt, 0)[..., None], axis=-1)[..., 0]
+        return jnp.where(keep, nll, 0.0).sum(), keep.sum()
+
+    return loss
+
+
+def check(ck, rows_path, want):
+    cfg, P, rope = load(ck)
+    f = jax.jit(make_loss(cfg, rope))
+    rows = pelab_torch.read_rows(rows_path)
+    L = min(rows)
+    tok, tgt, seg = rows[L]
+    total, count = 0.0, 0
+    for b0 in range(0, len(tok), 16):
+        s, n = f(P, jnp.asarray(tok[b0:b0 + 16]), jnp.asarray(tgt[b0:b0 + 16]))
+        total += float(s)
+        count += int(n)
+    got = total / count
+    rel = abs(got - want) / abs(want)
+    print(f"jax {jax.__version__}: loss at {L} {got:.7f}, ./train {want:.6f}, relative difference {rel:.2e} "
+          f"({'within' if rel <= 1e-5 else 'OUTSIDE'} 1e-5)")
+    return 0 if rel <= 1e-5 else 1
+
+
+def time_steps(ck, steps, B, warmup=3):
+    cfg, P, rope = load(ck)
+    V, T = cfg["vocab"], cfg["ctx"]
+    loss = make_loss(cfg, rope)
+    mean_loss = lambda P, tok, tgt: (lambda s, n: s / n)(*loss(P, tok, tgt))
+    opt = optax.chain(optax.clip_by_global_norm(1.0),
+                      optax.adamw(3e-3, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1,
+                                  mask={n: n in DECAYED for n in P}))
+    state = opt.init(P)
+
+    @jax.jit
+    def step(P, state, tok, tgt):
+        value, grads = jax.value_and_grad(mean_loss)(P, tok, tgt)
+        updates, state = opt.update(grads, state, P)
+        return optax.apply_updates(P, updates), state, value
+
+    key = np.random.default_rng(1)
+    tok = jnp.asarray(key.integers(0, V, (B, T)))
+    tgt = jnp.asarray(key.integers(0, V, (B, T)))
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        P, state, v = step(P, state, tok, tgt)
+    v.block_until_ready()
+    t1 = time.perf_counter()
+    for _ in range(steps):
+        P, state, v = step(P, state, tok, tgt)
+    v.block_until_ready()
+    t2 = time.perf_counter()
+    return B * T * steps / (t2 - t1), t1 - t0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "check":
+        sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
+    if len(sys.argv) >= 3 and sys.argv[1] == "time":
+        steps = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+        batch = int(sys.argv[4]) if len(sys.argv) > 4 else 8
+        tps, warm = time_steps(sys.argv[2], steps, batch)
+        print(f"jax {jax.__version__} jit: tokens_per_s {tps:.0f} (devices {jax.devices()}; warm-up {warm:.1f} s)")
+        sys.exit(0)
+    sys.exit(__doc__)
