@@ -13,7 +13,10 @@ the same function: its loss on the validation windows ./train scored equals
       training tokens/s on CK's model (its shape; ./train --steps 0 --save CK makes one), AdamW as pelab's,
       after 3 warm-up steps (torch.compile compiles in them; their time is printed apart).
 
-The 20-step check against pelab's own steps comes next (it needs pelab's batches).
+    $(bench/peers/venv.sh) bench/peers/torch_peer.py steps CK0 DATA SEED STEPS BATCH LR WARMUP LOSS
+      the peer trained from ./train's step-0 checkpoint (--steps 0 --save CK0) on ./train's own batches of a
+      byte corpus (its generator, reimplemented) with PyTorch's AdamW set as pelab's: its loss at the last step
+      against ./train's final_loss (--steps STEPS --warmup WARMUP --batch BATCH --lr LR --seed SEED).
 """
 import math
 import os
@@ -109,6 +112,58 @@ def check(ck, rows_path, want):
     return 0 if rel <= 1e-5 else 1
 
 
+DECAYED = ("wte", "qkvw", "projw", "fcw", "fcprojw")  # pelab decays matrices and the embedding, not gains or biases
+
+
+def lr_at(lr, warmup, step, total):
+    """pelab's schedule (model/model.c lr_schedule): linear warmup, cosine to lr/10 at the last step."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    span = total - 1 - warmup
+    if span <= 0:
+        return lr
+    progress = min((step - warmup) / span, 1.0)
+    return lr / 10 + 0.5 * (lr - lr / 10) * (1 + math.cos(math.pi * progress))
+
+
+def batches(data, seed, ctx, B, steps):
+    """./train's training rows on a byte corpus (data/data.c): the generator
+    seeded seed·0x9E3779B97F4A7C15 + 0x5151, each row at the offset next() mod
+    (training split − ctx), the last 10% held out."""
+    raw = np.frombuffer(open(data, "rb").read(), dtype=np.uint8).astype(np.int64)
+    n_train = len(raw) - int(len(raw) * 0.10)
+    span = max(n_train - ctx, 1)
+    rng = pelab_torch.Rng(seed * 0x9E3779B97F4A7C15 + 0x5151)
+    for _ in range(steps):
+        starts = [rng.next() % span for _ in range(B)]
+        rows = np.stack([raw[s:s + ctx + 1] for s in starts])
+        yield torch.as_tensor(rows[:, :-1]), torch.as_tensor(rows[:, 1:])
+
+
+def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
+    """The peer trained from ./train's step-0 checkpoint on ./train's batches with
+    PyTorch's AdamW (pelab's betas, eps, decay groups, clipping, schedule): its
+    loss at the last step against ./train's final_loss."""
+    cfg, flat = pelab_torch.read_checkpoint(ck0)
+    model = FastGPT(cfg, flat)
+    groups = [{"params": [p for n, p in model.p.items() if n in DECAYED], "weight_decay": 0.1},
+              {"params": [p for n, p in model.p.items() if n not in DECAYED], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8)
+    loss = None
+    for step, (tok, tgt) in enumerate(batches(data, seed, cfg["ctx"], B, steps)):
+        _, loss = model(tok, tgt)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(lr, warmup, step, steps)
+        opt.step()
+    got = float(loss)
+    rel = abs(got - want) / abs(want)
+    print(f"torch {torch.__version__}: loss at step {steps} {got:.6f}, ./train {want:.6f}, relative difference {rel:.2e}")
+    return rel
+
+
 def time_steps(ck, mode, B, steps, warmup):
     """Training tokens/s of the peer in one mode (eager, compile, bf16: eager under
     bf16 autocast) on the model of checkpoint ck (its shape; ./train --steps 0
@@ -147,6 +202,10 @@ def time_steps(ck, mode, B, steps, warmup):
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
+    if len(sys.argv) == 10 and sys.argv[1] == "steps":  # steps CK0 DATA SEED STEPS BATCH LR WARMUP WANT
+        a = sys.argv[2:]
+        same_steps(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), float(a[5]), int(a[6]), float(a[7]))
+        sys.exit(0)
     if len(sys.argv) >= 3 and sys.argv[1] == "time":  # time CK [MODE [STEPS [BATCH]]]
         mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
         steps = int(sys.argv[4]) if len(sys.argv) > 4 else 10
