@@ -6,6 +6,8 @@ function as ./train.
 
     $(bench/peers/venv.sh) bench/peers/jax_peer.py check CK ROWS LOSS
       as torch_peer.py's: the loss on ./train --eval-rows's windows against ./train's, within 1e-5 relative
+    $(bench/peers/venv.sh) bench/peers/jax_peer.py steps CK0 DATA SEED STEPS BATCH LR WARMUP LOSS
+      as torch_peer.py's: trained from ./train's step-0 checkpoint on ./train's batches, the last step's loss
     $(bench/peers/venv.sh) bench/peers/jax_peer.py time CK [STEPS [BATCH]]
       training tokens/s after 3 warm-up steps (the first compiles; its time is printed apart)
 """
@@ -23,6 +25,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pelab_lab import torch as pelab_torch  # noqa: E402  (the checkpoint reader, layout and RoPE's frequencies)
 
 DECAYED = ("wte", "qkvw", "projw", "fcw", "fcprojw")  # pelab decays matrices and the embedding, not gains or biases
@@ -99,14 +102,52 @@ def check(ck, rows_path, want):
     return 0 if rel <= 1e-5 else 1
 
 
+def schedule(lr, warmup, total):
+    """pelab's learning rate at each step (model/model.c lr_schedule)."""
+    def at(step):
+        step = jnp.asarray(step, jnp.float32)
+        warm = lr * (step + 1) / warmup
+        span = max(total - 1 - warmup, 1)
+        progress = jnp.clip((step - warmup) / span, 0.0, 1.0)
+        return jnp.where(step < warmup, warm, lr / 10 + 0.5 * (lr - lr / 10) * (1 + jnp.cos(jnp.pi * progress)))
+    return at
+
+
+def optimiser(P, lr):
+    return optax.chain(optax.clip_by_global_norm(1.0),
+                       optax.adamw(lr, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1, mask={n: n in DECAYED for n in P}))
+
+
+def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
+    """As torch_peer.py steps: from ./train's step-0 checkpoint on its own batches."""
+    from torch_peer import batches  # the same rows as ./train's (the generator reimplemented once)
+    cfg, P, rope = load(ck0)
+    loss = make_loss(cfg, rope)
+    mean_loss = lambda P, tok, tgt: (lambda s, n: s / n)(*loss(P, tok, tgt))
+    opt = optimiser(P, schedule(lr, warmup, steps))
+    state = opt.init(P)
+
+    @jax.jit
+    def step(P, state, tok, tgt):
+        value, grads = jax.value_and_grad(mean_loss)(P, tok, tgt)
+        updates, state = opt.update(grads, state, P)
+        return optax.apply_updates(P, updates), state, value
+
+    value = None
+    for tok, tgt in batches(data, seed, cfg["ctx"], B, steps):
+        P, state, value = step(P, state, jnp.asarray(tok.numpy()), jnp.asarray(tgt.numpy()))
+    got = float(value)
+    rel = abs(got - want) / abs(want)
+    print(f"jax {jax.__version__}: loss at step {steps} {got:.6f}, ./train {want:.6f}, relative difference {rel:.2e}")
+    return rel
+
+
 def time_steps(ck, steps, B, warmup=3):
     cfg, P, rope = load(ck)
     V, T = cfg["vocab"], cfg["ctx"]
     loss = make_loss(cfg, rope)
     mean_loss = lambda P, tok, tgt: (lambda s, n: s / n)(*loss(P, tok, tgt))
-    opt = optax.chain(optax.clip_by_global_norm(1.0),
-                      optax.adamw(3e-3, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1,
-                                  mask={n: n in DECAYED for n in P}))
+    opt = optimiser(P, 3e-3)
     state = opt.init(P)
 
     @jax.jit
@@ -133,6 +174,10 @@ def time_steps(ck, steps, B, warmup=3):
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
+    if len(sys.argv) == 10 and sys.argv[1] == "steps":  # steps CK0 DATA SEED STEPS BATCH LR WARMUP WANT
+        a = sys.argv[2:]
+        same_steps(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), float(a[5]), int(a[6]), float(a[7]))
+        sys.exit(0)
     if len(sys.argv) >= 3 and sys.argv[1] == "time":
         steps = int(sys.argv[3]) if len(sys.argv) > 3 else 10
         batch = int(sys.argv[4]) if len(sys.argv) > 4 else 8
