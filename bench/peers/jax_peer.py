@@ -118,20 +118,25 @@ def optimiser(P, lr):
                        optax.adamw(lr, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1, mask={n: n in DECAYED for n in P}))
 
 
-def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
-    """As torch_peer.py steps: from ./train's step-0 checkpoint on its own batches."""
-    from torch_peer import batches  # the same rows as ./train's (the generator reimplemented once)
-    cfg, P, rope = load(ck0)
+def make_step(cfg, rope, opt):
+    """The whole training step (loss, gradients, clipping, AdamW) under jax.jit."""
     loss = make_loss(cfg, rope)
     mean_loss = lambda P, tok, tgt: (lambda s, n: s / n)(*loss(P, tok, tgt))
-    opt = optimiser(P, schedule(lr, warmup, steps))
-    state = opt.init(P)
 
     @jax.jit
     def step(P, state, tok, tgt):
         value, grads = jax.value_and_grad(mean_loss)(P, tok, tgt)
         updates, state = opt.update(grads, state, P)
         return optax.apply_updates(P, updates), state, value
+    return step
+
+
+def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
+    """As torch_peer.py steps: from ./train's step-0 checkpoint on its own batches."""
+    from torch_peer import batches  # the same rows as ./train's (the generator reimplemented once)
+    cfg, P, rope = load(ck0)
+    opt = optimiser(P, schedule(lr, warmup, steps))
+    state, step = opt.init(P), make_step(cfg, rope, opt)
 
     value = None
     for tok, tgt in batches(data, seed, cfg["ctx"], B, steps):
@@ -145,16 +150,8 @@ def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
 def time_steps(ck, steps, B, warmup=3):
     cfg, P, rope = load(ck)
     V, T = cfg["vocab"], cfg["ctx"]
-    loss = make_loss(cfg, rope)
-    mean_loss = lambda P, tok, tgt: (lambda s, n: s / n)(*loss(P, tok, tgt))
     opt = optimiser(P, 3e-3)
-    state = opt.init(P)
-
-    @jax.jit
-    def step(P, state, tok, tgt):
-        value, grads = jax.value_and_grad(mean_loss)(P, tok, tgt)
-        updates, state = opt.update(grads, state, P)
-        return optax.apply_updates(P, updates), state, value
+    state, step = opt.init(P), make_step(cfg, rope, opt)
 
     key = np.random.default_rng(1)
     tok = jnp.asarray(key.integers(0, V, (B, T)))
