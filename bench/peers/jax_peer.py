@@ -169,12 +169,10 @@ def time_steps(ck, steps, B, warmup=3):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "check":
-        sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
-    if len(sys.argv) == 10 and sys.argv[1] == "steps":  # steps CK0 DATA SEED STEPS BATCH LR WARMUP WANT
-        a = sys.argv[2:]
-        same_steps(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), float(a[5]), int(a[6]), float(a[7]))
-        sys.exit(0)
+    from torch_peer import equality_command
+    rc = equality_command(sys.argv, check, same_steps)
+    if rc is not None:
+        sys.exit(rc)
     if len(sys.argv) >= 3 and sys.argv[1] == "time":
         steps = int(sys.argv[3]) if len(sys.argv) > 3 else 10
         batch = int(sys.argv[4]) if len(sys.argv) > 4 else 8

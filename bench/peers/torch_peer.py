@@ -199,13 +199,22 @@ def time_steps(ck, mode, B, steps, warmup):
     return B * T * steps / (t2 - t1), t1 - t0
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "check":
-        sys.exit(check(sys.argv[2], sys.argv[3], float(sys.argv[4])))
-    if len(sys.argv) == 10 and sys.argv[1] == "steps":  # steps CK0 DATA SEED STEPS BATCH LR WARMUP WANT
-        a = sys.argv[2:]
+def equality_command(argv, check, same_steps):
+    """A peer's `check CK ROWS LOSS` or `steps CK0 DATA SEED STEPS BATCH LR WARMUP WANT`: its exit status, or
+    None when argv is neither (both peers share the two commands)."""
+    if len(argv) == 5 and argv[1] == "check":
+        return check(argv[2], argv[3], float(argv[4]))
+    if len(argv) == 10 and argv[1] == "steps":
+        a = argv[2:]
         same_steps(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), float(a[5]), int(a[6]), float(a[7]))
-        sys.exit(0)
+        return 0
+    return None
+
+
+if __name__ == "__main__":
+    rc = equality_command(sys.argv, check, same_steps)
+    if rc is not None:
+        sys.exit(rc)
     if len(sys.argv) >= 3 and sys.argv[1] == "time":  # time CK [MODE [STEPS [BATCH]]]
         mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
         steps = int(sys.argv[4]) if len(sys.argv) > 4 else 10
