@@ -133,10 +133,14 @@ tests/test_pelab: $(LIB_SRC) $(TEST_SRC) $(HEADERS) tests/test.h build/flags | c
 bench-pelab: $(LIB_SRC) bench/bench.c $(HEADERS) build/flags | check-deps
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench.c $(LIB_SRC) $(LDLIBS)
 
+# The peers (PyTorch 2, JAX) come from PyPI into a cached virtual environment
+# (bench/peers/venv.sh, at the pins of bench/peers/requirements.txt).
 bench: deps
+	scripts/install-deps.sh --peers
 	$(MAKE) bench-pelab train $(if $(HAVE_MPI),train-mpi)
 	@mkdir -p results
 	./bench-pelab
+	py=$$(bench/peers/venv.sh) && $$py bench/peers/peers.py
 	bench/bench-mpi.sh
 	bench/bench-attn.sh
 

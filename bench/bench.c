@@ -1,13 +1,15 @@
 // bench.c — `make bench`: training and evaluation speed at docs/performance.md's reference
 // configuration (d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary,
 // rope), the machine's sgemm rate at the model's shapes, the share of it the
-// training step reaches, a per-op breakdown, peak memory, and PyTorch's speed
-// for the same model where python3-torch is installed.
+// training step reaches, the FMA and bf16 peaks, a per-op breakdown, peak
+// memory. The peers (PyTorch 2, JAX) are timed by bench/peers/peers.py, which
+// reads the figures this writes (--figures, default results/bench.json) and
+// adds their section and the targets to the report.
 //
 // Both attention kernels are timed (--attn-kernel in ./train): the blocks
 // one (the default) and the fused one.
 //
-//   ./bench-pelab [--steps N] [--threads N] [--pe NAME] [--out FILE] [--gemm E] [--no-torch] [--no-encodings]
+//   ./bench-pelab [--steps N] [--threads N] [--pe NAME] [--out FILE] [--figures FILE] [--gemm E] [--no-encodings]
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,17 +19,33 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/json.h"
 #include "../core/startup.h"
 #include "../model/gemm.h"
 #include "../model/model.h"
 #include "../model/ops.h"
 
 typedef struct {
-    int steps, threads, torch, encodings;
-    const char *pe, *out, *gemm;
+    int steps, threads, encodings;
+    const char *pe, *out, *figures, *gemm;
 } bench_opts;
 
 enum { V = 256, C = 256, L = 4, H = 8, T = 256, B = 8 };
+enum { MAX_PE = 64, MAX_CONF = 8 };
+// The larger shape: GPT-2 small's layers (d 768, 12 heads) at ctx 1024, 4 layers, batch 1.
+enum { LC = 768, LH = 12, LT = 1024, LL = 4, LB = 1 };
+
+// The figures the peers' report and the targets read (bench/peers/peers.py),
+// written as JSON beside the report.
+typedef struct {
+    double fma_peak, bf16_peak;  // FLOP/s; bf16_peak 0: no AVX-512 BF16 here
+    int nconf, conf_ok[MAX_CONF];
+    double conf_tps[MAX_CONF], conf_rate[MAX_CONF], large_tps[MAX_CONF], large_flops;
+    double large_share[PROF_N + 1];  // the larger shape's step per op (prof_names, then "other")
+    int npe;
+    char pe_name[MAX_PE][32];
+    double pe_vs[MAX_PE][3];  // blocks kernel: the median ratio to NoPE and its interval
+} bench_figures;
 
 // The reference model with encoding pe; option (or NULL) set to value.
 static void make_model_with(model_t *m, const char *pe, int fused, const char *option, double value) {
@@ -303,14 +321,15 @@ static int name_in_list(const char *name, const char *list) {
 // Every encoding of the registry at the reference shape, with its default
 // options, against NoPE with the same attention kernel: paired turns
 // (race_paired), the median of the pairs' ratios with its 95% interval;
-// then FIRE, CoPE and XL read against issue 29's 15% by that interval.
+// then every encoding read against the target of 15% by that interval.
 // only: a comma-separated list of the encodings to race (none is always
-// raced, as the reference), or NULL for every one.
-static int encodings_table(char *out, size_t cap, const char *only) {
+// raced, as the reference), or NULL for every one. fig (or NULL) keeps the
+// blocks kernel's ratios.
+static int encodings_table(char *out, size_t cap, const char *only, bench_figures *fig) {
     enum { ROUNDS = 11, ST = 3 };
-    const pe_ops *pes[64];
+    const pe_ops *pes[MAX_PE];
     int NPE = 0;
-    for (int e = 0; e < pe_registry_count && NPE < 64; e++)
+    for (int e = 0; e < pe_registry_count && NPE < MAX_PE; e++)
         if (!only || e == 0 || name_in_list(pe_registry[e]->name, only)) pes[NPE++] = pe_registry[e];
     int lo, hi;
     double cover = median_interval(ROUNDS, &lo, &hi);
@@ -331,32 +350,40 @@ static int encodings_table(char *out, size_t cap, const char *only) {
     int *ref = malloc(sizeof(int) * NM);
     for (int k = 0; k < NM; k++) make_model(&m[k], pes[k / 2]->name, k % 2), ref[k] = k % 2;
     race_paired(m, a, NM, ref, ROUNDS, ST, tok, tgt, best, ratio);
-    char verdict[512] = "";
-    int nv = 0;
+    char outside[1024] = "", undecided[1024] = "";
+    int no = 0, nu = 0;
+    if (fig) fig->npe = NPE;
     for (int e = 0; e < NPE; e++) {
         char vs[2][64];
+        if (fig) snprintf(fig->pe_name[e], sizeof fig->pe_name[e], "%s", pes[e]->name);
         for (int kern = 0; kern < 2; kern++) {
             double *r = ratio + (size_t)(2 * e + kern) * ROUNDS;
             if (e == 0) {
                 snprintf(vs[kern], sizeof vs[kern], "+0.0%%");
+                if (fig && kern == 0) fig->pe_vs[e][0] = fig->pe_vs[e][1] = fig->pe_vs[e][2] = 1.0;
                 continue;
             }
             double med = median(r, ROUNDS);  // (r is sorted now)
             snprintf(vs[kern], sizeof vs[kern], "%+.1f%% [%+.1f, %+.1f]", 100.0 * (med - 1.0), 100.0 * (r[lo] - 1.0),
                      100.0 * (r[hi] - 1.0));
-            const char *name = pes[e]->name;
-            if (kern == 0 && (!strcmp(name, "fire") || !strcmp(name, "cope") || !strcmp(name, "xl")))
-                nv += snprintf(verdict + nv, sizeof verdict - nv, "%s%s %s", nv ? "; " : "", name,
-                               r[lo] > 0.85 ? "within 15% (the whole interval)"
-                               : r[hi] < 0.85 ? "outside 15% (the whole interval)"
-                                              : "undecided (the interval straddles 15%)");
+            if (kern) continue;
+            if (fig) fig->pe_vs[e][0] = med, fig->pe_vs[e][1] = r[lo], fig->pe_vs[e][2] = r[hi];
+            if (r[hi] < 0.85)
+                no += snprintf(outside + no, sizeof outside - no, "%s%s %+.1f%% [%+.1f, %+.1f]", no ? ", " : "",
+                               pes[e]->name, 100.0 * (med - 1.0), 100.0 * (r[lo] - 1.0), 100.0 * (r[hi] - 1.0));
+            else if (r[lo] <= 0.85)
+                nu += snprintf(undecided + nu, sizeof undecided - nu, "%s%s", nu ? ", " : "", pes[e]->name);
         }
         double b = best[2 * e], f = best[2 * e + 1];
         n += snprintf(out + n, cap - n, "| %s | %.0f | %s | %.0f | %s | %+.1f%% |\n", pes[e]->name, b, vs[0], f,
                       vs[1], 100.0 * (f / b - 1.0));
     }
-    n += snprintf(out + n, cap - n, "\nAgainst the target of FIRE, CoPE and XL within 15%% of NoPE (blocks kernel): %s.\n",
-                  verdict);
+    n += snprintf(out + n, cap - n, "\nAgainst the target of every encoding within 15%% of NoPE (blocks kernel, by the "
+                                    "interval): ");
+    if (!no && !nu) n += snprintf(out + n, cap - n, "every one within 15%% (the whole interval).\n");
+    else
+        n += snprintf(out + n, cap - n, "%s%s%s%s%s.\n", no ? "outside: " : "", outside, no && nu ? "; " : "",
+                      nu ? "undecided (the interval straddles 15%): " : "", undecided);
     for (int k = 0; k < NM; k++) {
         model_acts_free(&a[k]);
         model_free(&m[k]);
@@ -443,6 +470,55 @@ static double fma_peak(int threads) {
     return best;
 }
 
+// The machine's peak rate of bf16 products (FLOP/s, 2 per multiply-add, as
+// the model's FLOPs count them): 12 independent chains of AVX-512 BF16
+// dot products (vdpbf16ps: 16 lanes, each adding two bf16 products to a float)
+// per thread, the fastest of 20 passes; 0 on a CPU without AVX-512 BF16 (oneDNN
+// then has no bf16 product either). Compiled for that extension whatever the
+// build's target, and run only where the CPU has it.
+#if defined(__x86_64__)
+#include <immintrin.h>
+// The 12 chains are named variables, not an array: an array indexed in a
+// loop the compiler does not unroll lives in memory, and its stores and
+// loads, not the dot products, would set the pace (half the rate, measured).
+#define BF16_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+__attribute__((target("avx512f,avx512bf16"))) static float bf16_chains(long iters) {
+#define BF16_START(c) __m512 acc##c = _mm512_set1_ps((float)(c));
+#define BF16_STEP(c) acc##c = _mm512_dpbf16_ps(acc##c, x, y);
+#define BF16_SUM(c) t = _mm512_add_ps(t, acc##c);
+    BF16_CHAINS(BF16_START)
+    __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3300);  // 1 and 2^-25
+    for (long i = 0; i < iters; i++) {
+        BF16_CHAINS(BF16_STEP)
+    }
+    __m512 t = _mm512_setzero_ps();
+    BF16_CHAINS(BF16_SUM)
+    return _mm512_reduce_add_ps(t);
+}
+#endif
+static double bf16_peak(int threads) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512bf16")) return 0;
+    const long iters = 1000000;
+    double best = 0;
+    for (int pass = 0; pass < 20; pass++) {
+        float sink = 0;
+        double t0 = now_seconds();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        sink += bf16_chains(iters);
+        double t = now_seconds() - t0;
+        if (sink == 12345.0f) printf(" ");  // keeps the chains' result alive
+        double r = 4.0 * 16 * 12 * (double)iters * threads / t;
+        if (r > best) best = r;
+    }
+    return best;
+#else
+    (void)threads;
+    return 0;
+#endif
+}
+
 // What the bench compares: each engine of model/gemm.h's list at fp32, and
 // oneDNN's bf16 mixed precision (--precision bf16).
 #define BENCH_FP32(name) {#name, "fp32", #name},
@@ -450,6 +526,7 @@ static const struct {
     const char *engine, *precision, *label;
 } configs[] = {GEMM_LIST(BENCH_FP32){"onednn", "bf16", "onednn, bf16"}};
 enum { NCONF = sizeof configs / sizeof configs[0] };
+_Static_assert((int)NCONF <= (int)MAX_CONF, "bench_figures holds MAX_CONF configurations");
 
 static int use_config(int i, char *err, size_t len) {
     return gemm_use(configs[i].engine, err, len) && gemm_set_precision(configs[i].precision, err, len);
@@ -458,16 +535,19 @@ static int use_config(int i, char *err, size_t len) {
 // Each matrix engine built in: its sgemm rate at the model's shapes (pelab's
 // row blocks, the way the model calls it), the training speed of the
 // reference model on it (the engines take turns, 5 rounds; each keeps its
-// fastest), and both against the FMA peak.
-static int engines_table(char *out, size_t cap, int steps, int threads, double peak) {
+// fastest), and both against the FMA peak (bf16: against the bf16 peak too).
+static int engines_table(char *out, size_t cap, int steps, int threads, bench_figures *fig) {
+    double peak = fig->fma_peak;
     enum { ROUNDS = 5 };
     char err[256], before[32];
     snprintf(before, sizeof before, "%s", gemm_name());
     int n = snprintf(out, cap, "\nThe matrix engines (`--gemm`; `auto` picks %s here) and oneDNN with bf16 products (`--precision bf16`), reference shape, blocks kernel (each engine's sgemm rate the faster of a pass before its training turns and one after them); the "
-                               "FMA peak of %d threads is %.1f GFLOP/s (%d-float vectors):\n\n"
-                               "| engine | sgemm GFLOP/s (row blocks) | share of FMA peak | training tokens/s | share of "
-                               "its sgemm rate | share of FMA peak |\n|---|---|---|---|---|---|\n",
+                               "FMA peak of %d threads is %.1f GFLOP/s (%d-float vectors)",
                      before, threads, peak / 1e9, FMA_LANES);
+    if (fig->bf16_peak > 0)
+        n += snprintf(out + n, cap - n, ", their bf16 peak %.1f GFLOP/s (AVX-512 BF16 dot products)", fig->bf16_peak / 1e9);
+    n += snprintf(out + n, cap - n, ":\n\n| engine | sgemm GFLOP/s (row blocks) | share of FMA peak | training tokens/s | share of "
+                                    "its sgemm rate | share of FMA peak |\n|---|---|---|---|---|---|\n");
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
     random_batch(B * T, tok, tgt, 1);
     model_t m[NCONF];
@@ -504,11 +584,17 @@ static int engines_table(char *out, size_t cap, int steps, int threads, double p
         if (rows > rate[e]) rate[e] = rows;
     }
     double flops = flops_per_token();
+    fig->nconf = NCONF;
     for (int e = 0; e < NCONF; e++) {
+        fig->conf_ok[e] = ok[e];
         if (!ok[e]) continue;
-        n += snprintf(out + n, cap - n, "| %s | %.1f | %.1f%% | %.0f | %.1f%% | %.1f%% |\n", configs[e].label,
+        fig->conf_tps[e] = best[e], fig->conf_rate[e] = rate[e];
+        char bf16[64] = "";
+        if (!strcmp(configs[e].precision, "bf16") && fig->bf16_peak > 0)
+            snprintf(bf16, sizeof bf16, "; %.1f%% of the bf16 peak", 100.0 * flops * best[e] / fig->bf16_peak);
+        n += snprintf(out + n, cap - n, "| %s | %.1f | %.1f%% | %.0f | %.1f%% | %.1f%%%s |\n", configs[e].label,
                       rate[e] / 1e9, 100.0 * rate[e] / peak, best[e], 100.0 * flops * best[e] / rate[e],
-                      100.0 * flops * best[e] / peak);
+                      100.0 * flops * best[e] / peak, bf16);
         model_acts_free(&a[e]);
         model_free(&m[e]);
     }
@@ -563,31 +649,11 @@ static void eval_16k(const char *pe, int fused) {
     model_forward(&m, &a, tok, tgt, NULL);
 }
 
-// PyTorch's training tokens/s for the model of shape (vocab v, width c,
-// layers l, heads h, ctx t, batch b); -1: no torch, -2: it failed.
-static double torch_tokens_per_s_at(int v, int c, int l, int h, int t, int b, int steps, int threads) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "for p in python3 /usr/bin/python3; do $p -c 'import torch' 2>/dev/null && exec $p tests/torch_ref.py --bench %d %d %d %d %d %d %d %d; done; exit 3",
-             v, c, l, h, t, b, steps, threads);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    double r = -1;
-    char line[256];
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "tokens_per_s %lf", &r) == 1) break;
-    int rc = pclose(f);
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 3) return -1;  // no python3 with torch
-    return rc == 0 && r > 0 ? r : -2;                      // torch is there, the run failed
-}
-
-static double torch_tokens_per_s(int steps, int threads) { return torch_tokens_per_s_at(V, C, L, H, T, B, steps, threads); }
-
 // GPT-2 small's layer shape (d 768, 12 heads) at ctx 1024, 4 layers, batch 1:
-// tokens/s on each engine and PyTorch's in the same run, the share of the
-// step per op, and how the cost per token grew from the reference shape.
-static int large_table(char *out, size_t cap, int threads, int torch, double ref_tps) {
-    enum { LC = 768, LH = 12, LT = 1024, LL = 4, LB = 1, STEPS = 2, ROUNDS = 3 };
+// tokens/s on each engine, the share of the step per op, and how the cost per
+// token grew from the reference shape.
+static int large_table(char *out, size_t cap, double ref_tps, bench_figures *fig) {
+    enum { STEPS = 2, ROUNDS = 3 };
     char err[256], before[32];
     snprintf(before, sizeof before, "%s", gemm_name());
     int *tok = malloc(sizeof(int) * LB * LT), *tgt = malloc(sizeof(int) * LB * LT);
@@ -617,7 +683,6 @@ static int large_table(char *out, size_t cap, int threads, int torch, double ref
     psecs = time_train(&m, &a, STEPS, tok, tgt);
     m.prof.enabled = 0;
     memcpy(prof, m.prof.seconds, sizeof prof);
-    double torch_tps = torch ? torch_tokens_per_s_at(V, LC, LL, LH, LT, LB, STEPS, threads) : -1;
     double fwd = 2.0 * (12.0 * LL * LC * LC + (double)V * LC) + 4.0 * LL * LC * (LT + 1) / 2.0;
     int n = snprintf(out, cap, "\nA larger shape: GPT-2 small's layers (d %d, %d heads) at ctx %d, %d layers, batch %d, "
                                "rope (%.0f M FLOPs per trained token, %.1f× the reference's); the engines take turns, %d "
@@ -628,29 +693,79 @@ static int large_table(char *out, size_t cap, int threads, int torch, double ref
             n += snprintf(out + n, cap - n, "| training tokens/s, %s | %.0f (%.1f GFLOP/s; %.1f× slower per token "
                           "than the reference shape's %.0f) |\n", configs[e].label, best[e], 3 * fwd * best[e] / 1e9,
                           ref_tps / best[e], ref_tps);
-    int in_use = 0;  // the engine of the rest of the bench (fp32)
-    for (int e = 0; e < ne; e++)
-        if (!strcmp(configs[e].engine, before) && !strcmp(configs[e].precision, "fp32")) in_use = e;
-    if (torch_tps > 0)
-        n += snprintf(out + n, cap - n, "| PyTorch, same model and threads, tokens/s | %.0f |\n| pelab (%s) / PyTorch | %.2f× |\n",
-                      torch_tps, before, best[in_use] / torch_tps);
+    fig->large_flops = 3 * fwd;
+    for (int e = 0; e < ne; e++) fig->large_tps[e] = ok[e] ? best[e] : 0;
     n += snprintf(out + n, cap - n, "\nShare of one training step at this shape (%s, %.0f ms):\n\n| op | share |\n|---|---|\n",
                   before, 1e3 * psecs / STEPS);
     double tot = 0;
     for (int k = 0; k < PROF_N; k++) {
         tot += prof[k];
         n += snprintf(out + n, cap - n, "| %s | %.1f%% |\n", prof_names[k], 100.0 * prof[k] / psecs);
+        fig->large_share[k] = prof[k] / psecs;
     }
     n += snprintf(out + n, cap - n, "| other | %.1f%% |\n", 100.0 * (psecs - tot) / psecs);
+    fig->large_share[PROF_N] = (psecs - tot) / psecs;
     model_acts_free(&a);
     model_free(&m);
     free(tok), free(tgt);
     return n;
 }
 
+// The figures bench/peers/peers.py reads (its peers' ratios and the
+// targets), as JSON: 1 when written.
+static int write_figures(const char *path, const bench_figures *fig, const bench_opts *o, const char *date,
+                         const char *cpu, double tps, double tps_fused, const double *prof, double psecs) {
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    __builtin_cpu_init();
+    double flops = flops_per_token();
+    fprintf(f, "{\n \"date\": \"%s\",\n \"cpu\": ", date);
+    json_string(f, cpu);
+    fprintf(f, ",\n \"avx512\": %s,\n \"avx512_bf16\": %s,\n \"threads\": %d,\n \"engine\": ",
+            __builtin_cpu_supports("avx512f") ? "true" : "false", fig->bf16_peak > 0 ? "true" : "false", o->threads);
+    json_string(f, gemm_name());
+    fprintf(f, ",\n \"pe\": ");
+    json_string(f, o->pe);
+    fprintf(f, ",\n \"fma_peak_gflops\": %.2f,\n \"bf16_peak_gflops\": ", fig->fma_peak / 1e9);
+    json_number(f, "%.2f", fig->bf16_peak > 0 ? fig->bf16_peak / 1e9 : NAN);
+    fprintf(f, ",\n \"reference\": {\"shape\": {\"vocab\": %d, \"d\": %d, \"layers\": %d, \"heads\": %d, \"ctx\": %d, "
+               "\"batch\": %d}, \"flops_per_token\": %.0f, \"tokens_per_s\": %.1f, \"tokens_per_s_fused\": %.1f, \"ops\": {",
+            V, C, L, H, T, B, flops, tps, tps_fused);
+    double tot = 0;
+    for (int k = 0; k < PROF_N; k++) {
+        fprintf(f, "%s", k ? ", " : "");
+        json_string(f, prof_names[k]);
+        fprintf(f, ": %.4f", prof[k] / psecs);
+        tot += prof[k];
+    }
+    fprintf(f, ", \"other\": %.4f}},\n \"engines\": [", (psecs - tot) / psecs);
+    for (int e = 0, first = 1; e < fig->nconf; e++) {
+        if (!fig->conf_ok[e]) continue;
+        fprintf(f, "%s\n  {\"engine\": \"%s\", \"precision\": \"%s\", \"tokens_per_s\": %.1f, \"sgemm_gflops\": %.2f, "
+                   "\"large_tokens_per_s\": %.1f}",
+                first ? "" : ",", configs[e].engine, configs[e].precision, fig->conf_tps[e], fig->conf_rate[e] / 1e9,
+                fig->large_tps[e]);
+        first = 0;
+    }
+    fprintf(f, "],\n \"large\": {\"shape\": {\"vocab\": %d, \"d\": %d, \"layers\": %d, \"heads\": %d, \"ctx\": %d, "
+               "\"batch\": %d}, \"flops_per_token\": %.0f, \"ops\": {",
+            V, LC, LL, LH, LT, LB, fig->large_flops);
+    for (int k = 0; k <= PROF_N; k++) {
+        fprintf(f, "%s", k ? ", " : "");
+        json_string(f, k < PROF_N ? prof_names[k] : "other");
+        fprintf(f, ": %.4f", fig->large_share[k]);
+    }
+    fprintf(f, "}},\n \"encodings\": [");
+    for (int e = 0; e < fig->npe; e++)
+        fprintf(f, "%s\n  {\"pe\": \"%s\", \"vs_none\": %.4f, \"low\": %.4f, \"high\": %.4f}", e ? "," : "",
+                fig->pe_name[e], fig->pe_vs[e][0], fig->pe_vs[e][1], fig->pe_vs[e][2]);
+    fprintf(f, "]\n}\n");
+    return fclose(f) == 0;
+}
+
 int main(int argc, char **argv) {
     startup_environment(argv);
-    bench_opts o = {10, 2, 1, 1, "rope", "results/bench.md", "auto"};
+    bench_opts o = {10, 2, 1, "rope", "results/bench.md", "results/bench.json", "auto"};
     const char *child = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--child") && i + 1 < argc) {
@@ -661,12 +776,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pe") && i + 1 < argc) o.pe = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) o.out = argv[++i];
+        else if (!strcmp(argv[i], "--figures") && i + 1 < argc) o.figures = argv[++i];
         else if (!strcmp(argv[i], "--gemm") && i + 1 < argc) o.gemm = argv[++i];
-        else if (!strcmp(argv[i], "--no-torch")) o.torch = 0;
         else if (!strcmp(argv[i], "--no-encodings")) o.encodings = 0;
         else if (!strcmp(argv[i], "--encodings") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--gemm E] [--no-torch] "
+            fprintf(stderr, "usage: bench [--steps N] [--threads N] [--pe NAME] [--out FILE] [--figures FILE] [--gemm E] "
                             "[--no-encodings | --encodings NAME,NAME...]\n");
             return 2;
         }
@@ -698,7 +813,7 @@ int main(int argc, char **argv) {
             return 2;
         }
         char *table = calloc(12288, 1);
-        encodings_table(table, 12288, only);
+        encodings_table(table, 12288, only, NULL);
         fputs(table, stdout);
         free(table);
         return 0;
@@ -715,11 +830,11 @@ int main(int argc, char **argv) {
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     n += snprintf(report + n, sizeof report - n,
                   "# Benchmark\n\n`./bench-pelab --steps %d` (what `make bench` runs; default 10 steps) on %s: %s (%s), %ld cores, %d threads; OpenBLAS %s, OPENBLAS_CORETYPE=%s; matrix engine %s (`--gemm %s`).\n"
-                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the fastest of 10 timed blocks of %d steps, 5 near the start of the run and 5 near the end; PyTorch's the fastest of 6 blocks, 3 near the start and 3 near the end; the sgemm rate the faster of two passes (the machine is shared and its speed drifts in spells).\n\n",
+                  "Reference configuration: d 256, 4 layers, 8 heads, ctx 256, batch 8, byte vocabulary, pe %s, causal; training speed is the fastest of 10 timed blocks of %d steps, 5 near the start of the run and 5 near the end; the sgemm rate the faster of two passes (the machine is shared and its speed drifts in spells).\n\n",
                   o.steps, date, cpu, kind, sysconf(_SC_NPROCESSORS_ONLN), o.threads, openblas_get_config(), coretype ? coretype : "(unset)", gemm_name(), o.gemm, o.pe, o.steps);
 
     // The machine is shared and its speed drifts in spells of tens of
-    // seconds. So the sgemm rate, pelab's training speed and PyTorch's are
+    // seconds. So the sgemm rate and pelab's training speed are
     // each measured twice, once near the start of the run and once near the
     // end, and each keeps its faster figure.
     double rate_rows, rate_blas = sgemm_rate(o.threads, &rate_rows);
@@ -735,7 +850,6 @@ int main(int argc, char **argv) {
     paired_share ps = {shape_bufs_alloc(), {0}, 0};
     double tps = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt, &ps);
     double tps_fused = train_tokens_per_s(&mf, &af, 5, o.steps, tok, tgt, NULL);
-    double torch_tps = o.torch ? torch_tokens_per_s(o.steps, o.threads) : -1;
     memset(&m.prof, 0, sizeof m.prof);
     m.prof.enabled = 1;
     double psecs = time_train(&m, &a, o.steps < 10 ? o.steps : 10, tok, tgt);
@@ -751,19 +865,18 @@ int main(int argc, char **argv) {
     double flops = flops_per_token();
     double mem_train = child_peak_mib("train", o.pe), mem_eval = child_peak_mib("eval16k", o.pe);
     double mem_train_fused = child_peak_mib("train-fused", o.pe), mem_eval_fused = child_peak_mib("eval16k-fused", o.pe);
+    bench_figures fig = {0};
+    fig.fma_peak = fma_peak(o.threads);
+    fig.bf16_peak = bf16_peak(o.threads);
     char engines[6144];
-    int used_e = engines_table(engines, sizeof engines, o.steps, o.threads, fma_peak(o.threads));
-    large_table(engines + used_e, sizeof engines - (size_t)used_e, o.threads, o.torch, tps);
+    int used_e = engines_table(engines, sizeof engines, o.steps, o.threads, &fig);
+    large_table(engines + used_e, sizeof engines - (size_t)used_e, tps, &fig);
     char *enc = calloc(12288, 1);
     if (o.encodings) {
-        int used = encodings_table(enc, 12288, NULL);
+        int used = encodings_table(enc, 12288, NULL, &fig);
         clip_table(enc + used, 12288 - (size_t)used, o.steps);
     }
     // the second measurements
-    if (o.torch && torch_tps > 0) {
-        double again = torch_tokens_per_s(o.steps, o.threads);
-        if (again > torch_tps) torch_tps = again;
-    }
     double again = train_tokens_per_s(&m, &a, 5, o.steps, tok, tgt, &ps);
     if (again > tps) tps = again;
     shape_bufs_free(&ps.bufs);
@@ -800,12 +913,8 @@ int main(int argc, char **argv) {
     n += snprintf(report + n, sizeof report - n, "| tokens/s bound at the sgemm rate | %.0f |\n", rate / flops);
     n += snprintf(report + n, sizeof report - n, "| peak resident memory, training | %.0f MiB (fused: %.0f MiB) |\n", mem_train, mem_train_fused);
     n += snprintf(report + n, sizeof report - n, "| peak resident memory, evaluation at 16384 tokens | %.0f MiB (fused: %.0f MiB) |\n", mem_eval, mem_eval_fused);
-    if (torch_tps > 0)
-        n += snprintf(report + n, sizeof report - n, "| PyTorch (tests/torch_ref.py --bench), same model and threads, tokens/s | %.0f |\n| pelab / PyTorch | %.2f× (fused: %.2f×) |\n",
-                      torch_tps, tps / torch_tps, tps_fused / torch_tps);
-    else
-        n += snprintf(report + n, sizeof report - n, "| PyTorch | not measured (%s) |\n",
-                      !o.torch ? "--no-torch" : torch_tps == -1 ? "python3-torch not installed" : "tests/torch_ref.py --bench failed");
+    n += snprintf(report + n, sizeof report - n, "| share of the FMA peak the training step reaches | %.1f%% (fused: %.1f%%) |\n",
+                  100.0 * flops * tps / fig.fma_peak, 100.0 * flops * tps_fused / fig.fma_peak);
     double tot = 0, tot_fused = 0;
     int psteps = o.steps < 10 ? o.steps : 10;
     for (int k = 0; k < PROF_N; k++) tot += m.prof.seconds[k], tot_fused += prof_fused[k];
@@ -827,6 +936,11 @@ int main(int argc, char **argv) {
     }
     fclose(f);
     printf("\nwritten to %s\n", o.out);
+    if (!write_figures(o.figures, &fig, &o, date, cpu, tps, tps_fused, m.prof.seconds, psecs)) {
+        fprintf(stderr, "bench: cannot write %s\n", o.figures);
+        return 1;
+    }
+    printf("figures written to %s\n", o.figures);
     model_free(&m);
     return 0;
 }

@@ -148,26 +148,6 @@ static int test_torch_reference(void) {
     return fails;
 }
 
-// make bench times the reference's training step: its --bench mode must run
-// (a tiny model, one step per block) and print its figure.
-static int test_torch_bench_mode(void) {
-    int fails = 0;
-    const char *py = find_python();
-    if (!py) {
-        printf("    no python3 with torch\n");
-        return TEST_SKIPPED;
-    }
-    char cmd[256], line[256];
-    snprintf(cmd, sizeof cmd, "%s tests/torch_ref.py --bench 16 16 1 2 8 2 1 1 2>&1", py);
-    FILE *f = popen(cmd, "r");
-    double r = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "tokens_per_s %lf", &r) != 1) printf("    %s", line);
-    int rc = f ? pclose(f) : -1;
-    EXPECT(rc == 0 && r > 0, "torch_ref.py --bench: exit %d, tokens_per_s %g", rc, r);
-    return fails;
-}
-
 // ---- the module as a user meets it: lab/pelab_lab/torch.py on checkpoints ./train trained
 
 #define MODULE "PYTHONPATH=lab %s -m pelab_lab.torch"
@@ -509,7 +489,6 @@ static int test_pytorch_example(void) {
 
 const test_case torch_tests[] = {
     {"torch/loss_and_gradients_every_encoding", test_torch_reference},
-    {"torch/bench_mode_runs", test_torch_bench_mode},
     {"torch/module_loss_equals_train_on_trained_models", test_module_matches_train},
     {"torch/safetensors_export_and_damaged_files", test_safetensors},
     {"docs/pytorch_example_runs", test_pytorch_example},

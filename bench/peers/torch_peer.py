@@ -9,9 +9,10 @@ the same function: its loss on the validation windows ./train scored equals
       CK: a pelab checkpoint (RoPE or NoPE, causal); ROWS: ./train --load CK
       --eval-rows ROWS --eval-ctx L; LOSS: ./train's loss at L from its --json.
 
-    $(bench/peers/venv.sh) bench/peers/torch_peer.py time CK [eager|compile|bf16 [STEPS [BATCH]]]
-      training tokens/s on CK's model (its shape; ./train --steps 0 --save CK makes one), AdamW as pelab's,
-      after 3 warm-up steps (torch.compile compiles in them; their time is printed apart).
+    $(bench/peers/venv.sh) bench/peers/torch_peer.py time CK [eager|compile|bf16 [STEPS [BATCH [BLOCKS]]]]
+      training tokens/s on CK's model (its shape; ./train --steps 0 --save CK makes one), AdamW as pelab's:
+      the fastest of BLOCKS blocks of STEPS steps (default 10, 8, 3) after 3 warm-up steps (torch.compile
+      compiles in them; their time is printed apart).
 
     $(bench/peers/venv.sh) bench/peers/torch_peer.py steps CK0 DATA SEED STEPS BATCH LR WARMUP LOSS
       the peer trained from ./train's step-0 checkpoint (--steps 0 --save CK0) on ./train's own batches of a
@@ -31,7 +32,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pelab_lab import torch as pelab_torch  # noqa: E402  (the checkpoint reader and layout; not its model)
+from peer_commands import equality_command, time_args  # noqa: E402
 
 
 class FastGPT(torch.nn.Module):
@@ -164,10 +167,11 @@ def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
     return rel
 
 
-def time_steps(ck, mode, B, steps, warmup):
+def time_steps(ck, mode, B, steps, blocks, warmup=3):
     """Training tokens/s of the peer in one mode (eager, compile, bf16: eager under
     bf16 autocast) on the model of checkpoint ck (its shape; ./train --steps 0
-    makes one), steady state after `warmup` steps; and the seconds of those
+    makes one): the fastest of `blocks` blocks of `steps` steps after `warmup`
+    steps, as pelab's bench keeps its fastest block; and the seconds of those
     warm-up steps (torch.compile's compilation happens there)."""
     import time
     torch.manual_seed(1)
@@ -189,38 +193,28 @@ def time_steps(ck, mode, B, steps, warmup):
 
     if mode == "compile":
         step = torch.compile(step)
+    elif mode not in ("eager", "bf16"):
+        raise ValueError(f"mode {mode}: eager, compile or bf16")
     t0 = time.perf_counter()
     for _ in range(warmup):
         step()
-    t1 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    t2 = time.perf_counter()
-    return B * T * steps / (t2 - t1), t1 - t0
-
-
-def equality_command(argv, check, same_steps):
-    """A peer's `check CK ROWS LOSS` or `steps CK0 DATA SEED STEPS BATCH LR WARMUP WANT`: its exit status, or
-    None when argv is neither (both peers share the two commands)."""
-    if len(argv) == 5 and argv[1] == "check":
-        return check(argv[2], argv[3], float(argv[4]))
-    if len(argv) == 10 and argv[1] == "steps":
-        a = argv[2:]
-        same_steps(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), float(a[5]), int(a[6]), float(a[7]))
-        return 0
-    return None
+    warm, best = time.perf_counter() - t0, 0.0
+    for _ in range(blocks):
+        t1 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        best = max(best, B * T * steps / (time.perf_counter() - t1))
+    return best, warm
 
 
 if __name__ == "__main__":
     rc = equality_command(sys.argv, check, same_steps)
     if rc is not None:
         sys.exit(rc)
-    if len(sys.argv) >= 3 and sys.argv[1] == "time":  # time CK [MODE [STEPS [BATCH]]]
-        mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
-        steps = int(sys.argv[4]) if len(sys.argv) > 4 else 10
-        batch = int(sys.argv[5]) if len(sys.argv) > 5 else 8
-        tps, warm = time_steps(sys.argv[2], mode, batch, steps, 3)
-        print(f"torch {torch.__version__} {mode}: tokens_per_s {tps:.0f} (threads {torch.get_num_threads()}; "
+    if len(sys.argv) >= 3 and sys.argv[1] == "time":  # time CK [MODE [STEPS [BATCH [BLOCKS]]]]
+        mode, steps, batch, blocks = time_args(sys.argv, "eager")
+        tps, warm = time_steps(sys.argv[2], mode, batch, steps, blocks)
+        print(f"torch {torch.__version__} {mode}: tokens_per_s {tps:.1f} (threads {torch.get_num_threads()}; "
               f"warm-up {warm:.1f} s)")
         sys.exit(0)
     sys.exit(__doc__)
