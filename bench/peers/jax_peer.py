@@ -34,16 +34,18 @@ DECAYED = ("wte", "qkvw", "projw", "fcw", "fcprojw")  # pelab decays matrices an
 
 def load(ck):
     cfg, flat = pelab_torch.read_checkpoint(ck)
-    if cfg["pe"] not in ("rope", "none") or not cfg["causal"]:
-        raise SystemExit(f"jax_peer: runs causal rope or none, not {cfg['pe']}")
+    if cfg["pe"] not in ("rope", "alibi", "none") or not cfg["causal"]:
+        raise SystemExit(f"jax_peer: runs causal rope, alibi or none, not {cfg['pe']}")
     params = {n: jnp.asarray(a) for n, a in pelab_torch.unflatten(cfg, np.asarray(flat, np.float32)).items()}
-    rope = None
+    enc = None
     if cfg["pe"] == "rope":
         hs = cfg["d"] // cfg["heads"]
         theta, pos_mul, qmul = pelab_torch.rope_frequencies(cfg, hs, None)
         ang = (np.arange(cfg["ctx"], dtype=np.float32) * np.float32(pos_mul))[:, None] * np.asarray(theta, np.float32)[None]
-        rope = (jnp.asarray(np.cos(ang)), jnp.asarray(np.sin(ang)), float(qmul))
-    return cfg, params, rope
+        enc = (jnp.asarray(np.cos(ang)), jnp.asarray(np.sin(ang)), float(qmul))
+    elif cfg["pe"] == "alibi":  # ALiBi's slopes m_h: the scores get -m_h (i - j)
+        enc = jnp.asarray(pelab_torch.alibi_slopes(cfg["heads"]).numpy())
+    return cfg, params, enc
 
 
 def layer_norm(x, w, b):
@@ -52,12 +54,13 @@ def layer_norm(x, w, b):
     return (x - m) / jnp.sqrt(v + 1e-5) * w + b
 
 
-def make_loss(cfg, rope):
+def make_loss(cfg, enc):
+    """The loss of pelab's model; enc: RoPE's (cos, sin, q multiplier), ALiBi's slopes, or None (NoPE)."""
     C, H, L = cfg["d"], cfg["heads"], cfg["layers"]
     hs = C // H
 
     def turn(x, T):  # (B, H, T, hs): each pair (2m, 2m+1) turned by position × theta_m
-        c, s = rope[0][:T], rope[1][:T]
+        c, s = enc[0][:T], enc[1][:T]
         a, b = x[..., 0::2], x[..., 1::2]
         return jnp.stack((a * c - b * s, a * s + b * c), axis=-1).reshape(x.shape)
 
@@ -65,13 +68,17 @@ def make_loss(cfg, rope):
         B, T = tok.shape
         x = P["wte"][tok]
         mask = jnp.tril(jnp.ones((T, T), bool))
+        dist = (jnp.arange(T)[:, None] - jnp.arange(T)[None, :]).astype(jnp.float32)
         for l in range(L):
             h = layer_norm(x, P["ln1w"][l], P["ln1b"][l])
             qkv = (h @ P["qkvw"][l].T + P["qkvb"][l]).reshape(B, T, 3, H, hs).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]
-            if rope is not None:
-                q, k = turn(q, T) * rope[2], turn(k, T)
-            s = jnp.where(mask, q @ k.swapaxes(-1, -2) / np.float32(np.sqrt(hs)), -jnp.inf)
+            if cfg["pe"] == "rope":
+                q, k = turn(q, T) * enc[2], turn(k, T)
+            s = q @ k.swapaxes(-1, -2) / np.float32(np.sqrt(hs))
+            if cfg["pe"] == "alibi":
+                s = s - enc[:, None, None] * dist
+            s = jnp.where(mask, s, -jnp.inf)
             y = jax.nn.softmax(s, axis=-1) @ v
             x = x + y.transpose(0, 2, 1, 3).reshape(B, T, C) @ P["projw"][l].T + P["projb"][l]
             h = layer_norm(x, P["ln2w"][l], P["ln2b"][l])
@@ -86,8 +93,8 @@ def make_loss(cfg, rope):
 
 
 def check(ck, rows_path, want):
-    cfg, P, rope = load(ck)
-    f = jax.jit(make_loss(cfg, rope))
+    cfg, P, enc = load(ck)
+    f = jax.jit(make_loss(cfg, enc))
     rows = pelab_torch.read_rows(rows_path)
     L = min(rows)
     tok, tgt, seg = rows[L]
@@ -98,7 +105,8 @@ def check(ck, rows_path, want):
         count += int(n)
     got = total / count
     rel = abs(got - want) / abs(want)
-    print(f"jax {jax.__version__}: loss at {L} {got:.7f}, ./train {want:.6f}, relative difference {rel:.2e} "
+    print(f"jax {jax.__version__} {cfg['pe']}: loss at {L} {got:.7f}, ./train {want:.6f}, "
+          f"relative difference {rel:.2e} "
           f"({'within' if rel <= 1e-5 else 'OUTSIDE'} 1e-5)")
     return 0 if rel <= 1e-5 else 1
 
@@ -119,9 +127,9 @@ def optimiser(P, lr):
                        optax.adamw(lr, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1, mask={n: n in DECAYED for n in P}))
 
 
-def make_step(cfg, rope, opt):
+def make_step(cfg, enc, opt):
     """The whole training step (loss, gradients, clipping, AdamW) under jax.jit."""
-    loss = make_loss(cfg, rope)
+    loss = make_loss(cfg, enc)
     mean_loss = lambda P, tok, tgt: (lambda s, n: s / n)(*loss(P, tok, tgt))
 
     @jax.jit
@@ -135,26 +143,27 @@ def make_step(cfg, rope, opt):
 def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
     """As torch_peer.py steps: from ./train's step-0 checkpoint on its own batches."""
     from torch_peer import batches  # the same rows as ./train's (the generator reimplemented once)
-    cfg, P, rope = load(ck0)
+    cfg, P, enc = load(ck0)
     opt = optimiser(P, schedule(lr, warmup, steps))
-    state, step = opt.init(P), make_step(cfg, rope, opt)
+    state, step = opt.init(P), make_step(cfg, enc, opt)
 
     value = None
     for tok, tgt in batches(data, seed, cfg["ctx"], B, steps):
         P, state, value = step(P, state, jnp.asarray(tok.numpy()), jnp.asarray(tgt.numpy()))
     got = float(value)
     rel = abs(got - want) / abs(want)
-    print(f"jax {jax.__version__}: loss at step {steps} {got:.6f}, ./train {want:.6f}, relative difference {rel:.2e}")
+    print(f"jax {jax.__version__} {cfg['pe']}: loss at step {steps} {got:.6f}, ./train {want:.6f}, "
+          f"relative difference {rel:.2e}")
     return rel
 
 
 def time_steps(ck, steps, B, blocks, warmup=3):
     """Training tokens/s of the jitted step: the fastest of `blocks` blocks of `steps` steps after `warmup` steps
     (the first compiles; their seconds are returned apart), as torch_peer.py's."""
-    cfg, P, rope = load(ck)
+    cfg, P, enc = load(ck)
     V, T = cfg["vocab"], cfg["ctx"]
     opt = optimiser(P, 3e-3)
-    state, step = opt.init(P), make_step(cfg, rope, opt)
+    state, step = opt.init(P), make_step(cfg, enc, opt)
 
     key = np.random.default_rng(1)
     tok = jnp.asarray(key.integers(0, V, (B, T)))

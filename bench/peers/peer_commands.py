@@ -1,5 +1,5 @@
-"""The command lines both peers (torch_peer.py, jax_peer.py) share, parsed in one place; no
-library imported here, so that neither peer loads the other's."""
+"""The command lines both peers (torch_peer.py, jax_peer.py) share, parsed in one place (no library imported
+here)."""
 
 
 def time_args(argv, mode):

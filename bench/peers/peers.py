@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -41,18 +42,21 @@ def peer_env():
     return env
 
 
-def make_checkpoint(path, shape):
-    """A pelab model of the shape (random weights, seed 1), as ./train saves it: the peers load it."""
-    cmd = [str(REPO / "train"), "--data", CORPUS, "--steps", "0", "--seed", "1", "--pe", "rope", "--out", "none",
+def make_checkpoint(path, shape, pe):
+    """A pelab model of the shape and encoding (random weights, seed 1), as ./train saves it: the peers load it."""
+    cmd = [str(REPO / "train"), "--data", CORPUS, "--steps", "0", "--seed", "1", "--pe", pe, "--out", "none",
            "--quiet", "--threads", "1", "--d-model", str(shape["d"]), "--layers", str(shape["layers"]),
            "--heads", str(shape["heads"]), "--ctx", str(shape["ctx"]), "--save", str(path)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
-def time_peer(script, ck, mode, steps, batch, blocks):
-    """(tokens/s, warm-up seconds) of one peer configuration in a fresh process, or (None, why)."""
+def time_peer(script, ck, mode, steps, batch, blocks, cache):
+    """(tokens/s, warm-up seconds) of one peer configuration in a fresh process, or (None, why). cache: an empty
+    folder for torch.compile's caches, so that its compilation is timed cold in every process."""
     cmd = [sys.executable, str(HERE / script), "time", str(ck), mode, str(steps), str(batch), str(blocks)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=peer_env())
+    env = peer_env()
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     m = re.search(r"tokens_per_s ([0-9.]+).*warm-up ([0-9.]+) s", r.stdout)
     if r.returncode or not m:
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
@@ -61,20 +65,39 @@ def time_peer(script, ck, mode, steps, batch, blocks):
 
 
 def equality():
-    """bench/peers/check.sh's figures per peer: {peer: {"step0": line, "rel0": x, "step20": line, "rel20": x}}, and
-    whether it passed."""
+    """bench/peers/check.sh's figures: {(peer, pe): {"step0": (loss, ./train's, relative), "step20": (...)}}; whether
+    each peer passed for every encoding; the script's output."""
     r = subprocess.run(["bash", str(HERE / "check.sh")], capture_output=True, text=True)
     out = {}
     for line in r.stdout.splitlines():
-        m = re.match(r"(torch|jax) \S+: loss at (step \d+|\d+) ([0-9.]+), \./train ([0-9.]+), relative difference "
-                     r"([0-9.e+-]+)", line)
+        m = re.match(r"(torch|jax) \S+ (\w+): loss at (step \d+|\d+) ([0-9.]+), \./train ([0-9.]+), relative "
+                     r"difference ([0-9.e+-]+)", line)
         if not m:
             continue
-        which = "step20" if m.group(2).startswith("step") else "step0"
-        out.setdefault(m.group(1), {})[which] = (float(m.group(3)), float(m.group(4)), float(m.group(5)))
-    ok = {p: r.returncode == 0 and "step0" in v and v["step0"][2] <= 1e-5 and "step20" in v and v["step20"][2] < 1e-4
-          for p, v in out.items()}
+        which = "step20" if m.group(3).startswith("step") else "step0"
+        out.setdefault((m.group(1), m.group(2)), {})[which] = (float(m.group(4)), float(m.group(5)), float(m.group(6)))
+    ok = {}
+    for (peer, _), v in out.items():
+        good = "step0" in v and v["step0"][2] <= 1e-5 and "step20" in v and v["step20"][2] < 1e-4
+        ok[peer] = ok.get(peer, True) and good and r.returncode == 0
     return out, ok, r.stdout + r.stderr
+
+
+def busy_cores(seconds=2.0):
+    """How many cores other processes kept busy over the next seconds (this one sleeps meanwhile), from /proc/stat:
+    a bench beside other work measures the sharing, not the code (2 threads of a peer lose far more to a busy core
+    than pelab's do: measured, PyTorch eager 3.4× slower beside one busy thread, pelab 2.2×)."""
+    def ticks():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # all, idle + iowait
+    try:
+        t0, i0 = ticks()
+        time.sleep(seconds)
+        t1, i1 = ticks()
+    except OSError:
+        return None
+    return (os.cpu_count() or 1) * (1 - (i1 - i0) / max(t1 - t0, 1))
 
 
 def versions():
@@ -114,34 +137,47 @@ def main():
     rounds = 1 if a.quick else a.rounds
     eng = {(e["engine"], e["precision"]): e for e in fig["engines"]}
     pelab_bf16 = eng.get(("onednn", "bf16"))
-    shapes = [("reference", fig["reference"]["shape"], 3 if a.quick else 10, 3, fig["reference"]["flops_per_token"],
-               fig["reference"]["tokens_per_s"], pelab_bf16 and pelab_bf16["tokens_per_s"]),
-              ("GPT-2 small's layers", fig["large"]["shape"], 1 if a.quick else 2, 3, fig["large"]["flops_per_token"],
-               eng[(fig["engine"], "fp32")]["large_tokens_per_s"], pelab_bf16 and pelab_bf16["large_tokens_per_s"])]
+    ref = fig["reference"]
+    # (name, pe, shape, steps per block, blocks, FLOPs per token, pelab fp32 tokens/s, pelab bf16 tokens/s or None)
+    shapes = [("reference", "rope", ref["shape"], 3 if a.quick else 10, 3, ref["flops_per_token"], ref["tokens_per_s"],
+               pelab_bf16 and pelab_bf16["tokens_per_s"]),
+              ("reference", "alibi", ref["shape"], 3 if a.quick else 10, 3, ref["flops_per_token"],
+               ref["tokens_per_s_alibi"], None),
+              ("GPT-2 small's layers", "rope", fig["large"]["shape"], 1 if a.quick else 2, 3,
+               fig["large"]["flops_per_token"], eng[(fig["engine"], "fp32")]["large_tokens_per_s"],
+               pelab_bf16 and pelab_bf16["large_tokens_per_s"])]
 
+    busy = [busy_cores()]
     print("peers: versions and the equality check (bench/peers/check.sh)", flush=True)
     ver = versions()
     eq, eq_ok, eq_log = equality()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, shape, steps, blocks, _, _, _ in shapes:
-            ck = Path(tmp) / f"{len(results)}.ck"
-            make_checkpoint(ck, shape)
-            for rnd in range(rounds):
-                for label, script, mode, _ in CONFIGS:
-                    peer = "torch" if script.startswith("torch") else "jax"
+        cks = {}
+        for name, pe, shape, *_ in shapes:
+            cks[(name, pe)] = Path(tmp) / f"{len(cks)}.ck"
+            make_checkpoint(cks[(name, pe)], shape, pe)
+        for rnd in range(rounds):  # every configuration once per round: a slow spell of the machine hits them all
+            for name, pe, shape, steps, blocks, *_ in shapes:
+                for label, script, mode, prec in CONFIGS:
+                    key, peer = (name, pe, label), "torch" if script.startswith("torch") else "jax"
+                    if prec == "bf16" and pe != "rope":
+                        continue  # bf16 is compared with pelab's --precision bf16, timed with RoPE only
                     if not eq_ok.get(peer):
-                        results[(name, label)] = (None, "not timed: its equality check failed")
+                        results[key] = (None, "not timed: its equality check failed")
                         continue
-                    print(f"peers: {name}, {label}, round {rnd + 1} of {rounds}", flush=True)
-                    tps, warm = time_peer(script, ck, mode, steps, shape["batch"], blocks)
-                    old = results.get((name, label))
+                    print(f"peers: {name}, {pe}, {label}, round {rnd + 1} of {rounds}", flush=True)
+                    cache = Path(tmp) / f"inductor-{len(results)}-{rnd}"
+                    tps, warm = time_peer(script, cks[(name, pe)], mode, steps, shape["batch"], blocks, cache)
+                    old = results.get(key)
                     if tps is None:
-                        results.setdefault((name, label), (None, warm))
+                        results.setdefault(key, (None, warm))
                     elif old is None or old[0] is None or tps > old[0]:
-                        results[(name, label)] = (tps, warm if old is None or old[0] is None else min(warm, old[1]))
+                        results[key] = (tps, warm if old is None or old[0] is None else min(warm, old[1]))
 
+    busy.append(busy_cores())
     tv, jv = ver.get("pytorch", {}), ver.get("jax", {})
+    bf16_peak = f"{fig['bf16_peak_gflops']:.1f} GFLOP/s" if fig.get("bf16_peak_gflops") else "none: no AVX-512 BF16"
     lines = ["", "## Peers", "",
              f"`bench/peers/peers.py` (run by `make bench` after `./bench-pelab`, in the same run), the peers from "
              f"PyPI at the pins of `bench/peers/requirements.txt`, installed by `bench/peers/venv.sh` into "
@@ -150,68 +186,88 @@ def main():
              f"threads), JAX {jv.get('jax', '?')} with optax {jv.get('optax', '?')} (XLA on {jv.get('backend', '?')}), "
              f"Python {ver.get('python', '?')}; the environment's OpenBLAS pin (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE) "
              f"removed for the peers' processes only. Every peer is pelab's model written as its users write it for "
-             f"speed (PyTorch: fused QKV product, RoPE on the heads, `scaled_dot_product_attention`, foreach AdamW; "
+             f"speed (PyTorch: fused QKV product, RoPE on the heads, `scaled_dot_product_attention` — ALiBi's bias "
+             f"as its float mask —, foreach AdamW; "
              f"JAX: the whole step — forward, gradient, clipping, optax AdamW — under one `jax.jit`), loaded with "
              f"pelab's weights, same optimiser settings, random tokens; each configuration is its own process, "
              f"{rounds} round(s) taking turns, the fastest block of steps counting (as pelab's); the warm-up (3 steps: "
-             f"torch.compile and jit compile there) is reported apart.", "",
+             f"torch.compile and jit compile there, torch.compile with an empty cache in every process) is reported "
+             f"apart, the shortest of the rounds'. \"Share of the peak\": of the FMA peak ({fig['fma_peak_gflops']:.1f} GFLOP/s) "
+             f"for fp32, of the bf16 peak ({bf16_peak}) for bf16, both measured by `./bench-pelab` in this run.", "",
              "Do they compute pelab's function? `bench/peers/check.sh`: the loss of pelab's step-0 model on "
              "./train's validation windows (within 1e-5 relative, or the peer is not timed), and after 20 training "
              "steps on ./train's own batches (1e-4 or more off fails):", "",
-             "| peer | step 0: loss (./train's) | relative difference | after 20 steps: loss (./train's) | relative "
-             "difference |", "|---|---|---|---|---|"]
-    for peer, v in sorted(eq.items()):
+             "| peer | pe | step 0: loss (./train's) | relative difference | after 20 steps: loss (./train's) | "
+             "relative difference |", "|---|---|---|---|---|---|"]
+    for (peer, pe), v in sorted(eq.items(), key=lambda kv: (kv[0][0] != "torch", kv[0][1] != "rope")):
         s0, s20 = v.get("step0"), v.get("step20")
-        lines.append(f"| {'PyTorch' if peer == 'torch' else 'JAX'} | "
+        lines.append(f"| {'PyTorch' if peer == 'torch' else 'JAX'} | {pe} | "
                      + (f"{s0[0]:.7f} ({s0[1]:.6f}) | {s0[2]:.1e} | " if s0 else "— | — | ")
                      + (f"{s20[0]:.6f} ({s20[1]:.6f}) | {s20[2]:.1e} |" if s20 else "— | — |"))
     if not eq:
-        lines.append(f"| (check.sh failed) | {eq_log.strip().splitlines()[-1] if eq_log.strip() else '?'} | | | |")
+        lines.append(f"| (check.sh failed) | {eq_log.strip().splitlines()[-1] if eq_log.strip() else '?'} | | | | |")
     best_fp32 = {}
-    for name, shape, steps, blocks, flops, p32, p16 in shapes:
-        lines += ["", f"At {'the reference shape' if name == 'reference' else name} ({shape_text(shape)}; "
+
+    def peak_share(flop_rate, prec):
+        """A rate as a share of the machine's measured peak for its precision (FMA; AVX-512 BF16 dot products)."""
+        peak = fig["fma_peak_gflops"] if prec == "fp32" else fig.get("bf16_peak_gflops")
+        return pct(flop_rate / (peak * 1e9)) if peak else "—"
+    for name, pe, shape, steps, blocks, flops, p32, p16 in shapes:
+        lines += ["", f"At {'the reference shape' if name == 'reference' else name} with "
+                      f"{'RoPE' if pe == 'rope' else 'ALiBi'} ({shape_text(shape)}; "
                       f"{flops / 1e6:.2f} M FLOPs per trained token; steps per block {steps}):", "",
-                  "| run | precision | tokens/s | GFLOP/s | pelab / it (same precision) | warm-up |",
-                  "|---|---|---|---|---|---|",
-                  f"| pelab (`--gemm {fig['engine']}`) | fp32 | {p32:.0f} | {flops * p32 / 1e9:.1f} | — | — |"]
+                  "| run | precision | tokens/s | GFLOP/s | share of the peak | pelab / it (same precision) | warm-up |",
+                  "|---|---|---|---|---|---|---|",
+                  f"| pelab (`--gemm {fig['engine']}`{'' if pe == 'rope' else ', --pe alibi'}) | fp32 | {p32:.0f} | "
+                  f"{flops * p32 / 1e9:.1f} | {peak_share(flops * p32, 'fp32')} | — | — |"]
         if p16:
-            lines.append(f"| pelab (`--precision bf16`, oneDNN) | bf16 | {p16:.0f} | {flops * p16 / 1e9:.1f} | — | — |")
+            lines.append(f"| pelab (`--precision bf16`, oneDNN) | bf16 | {p16:.0f} | {flops * p16 / 1e9:.1f} | "
+                         f"{peak_share(flops * p16, 'bf16')} | — | — |")
         fastest = None
         for label, _, _, prec in CONFIGS:
-            tps, warm = results.get((name, label), (None, "not run"))
+            if (name, pe, label) not in results:
+                continue
+            tps, warm = results[(name, pe, label)]
             if tps is None:
-                lines.append(f"| {label} | {prec} | {warm} | | | |")
+                lines.append(f"| {label} | {prec} | {warm} | | | | |")
                 continue
             mine = p32 if prec == "fp32" else p16
             ratio = f"{mine / tps:.2f}×" if mine else "— (pelab has no bf16 here)"
-            lines.append(f"| {label} | {prec} | {tps:.0f} | {flops * tps / 1e9:.1f} | {ratio} | {warm:.1f} s |")
+            lines.append(f"| {label} | {prec} | {tps:.0f} | {flops * tps / 1e9:.1f} | {peak_share(flops * tps, prec)} | "
+                         f"{ratio} | {warm:.1f} s |")
             if prec == "fp32" and (fastest is None or tps > fastest[1]):
                 fastest = (label, tps)
-        best_fp32[name] = fastest
+        best_fp32[(name, pe)] = fastest
         if fastest:
             lines += ["", f"pelab's ratio against the fastest fp32 peer ({fastest[0]}): **{p32 / fastest[1]:.2f}×**."]
 
     # the targets of this machine's kind
-    ref = fig["reference"]
     share32 = ref["flops_per_token"] * ref["tokens_per_s"] / (fig["fma_peak_gflops"] * 1e9)
     kind = "AVX-512" if fig["avx512"] else "AVX2-only"
     rows = []
+    bound = fig["fma_peak_gflops"] * 1e9 / ref["flops_per_token"]  # tokens/s of a step at 100% of the FMA peak
+
+    def needs(times, peer_tps):
+        """What a missed ratio target asks of pelab, against the FMA peak's bound."""
+        want = times * peer_tps
+        text = f" (pelab needs {want:.0f} tokens/s, {want / ref['tokens_per_s']:.2f}× its speed"
+        if want > bound:
+            text += (f"; beyond this machine's FMA peak, where a step of nothing but products at the full rate would "
+                     f"train {bound:.0f} tokens/s, {bound / peer_tps:.2f}× this peer: out of reach here")
+        return text + ")"
+
     if fig["avx512"]:
-        f = best_fp32.get("reference")
-        eager = results.get(("reference", "PyTorch eager"), (None,))[0]
+        f = best_fp32.get(("reference", "rope"))
+        eager = results.get(("reference", "rope", "PyTorch eager"), (None,))[0]
         rows.append(("pelab ≥ 3× the fastest fp32 peer, reference shape",
                      verdict(ref["tokens_per_s"] / f[1] >= TARGET_FASTEST,
                              f"{ref['tokens_per_s'] / f[1]:.2f}× {f[0]}"
-                             + ("" if ref["tokens_per_s"] / f[1] >= TARGET_FASTEST else
-                                f" (pelab needs {TARGET_FASTEST * f[1]:.0f} tokens/s, "
-                                f"{TARGET_FASTEST * f[1] / ref['tokens_per_s']:.2f}× its speed)"))
+                             + ("" if ref["tokens_per_s"] / f[1] >= TARGET_FASTEST else needs(TARGET_FASTEST, f[1])))
                      if f else "not measured (no peer timed)"))
         rows.append(("pelab ≥ 5× PyTorch eager, reference shape",
                      verdict(ref["tokens_per_s"] / eager >= TARGET_EAGER,
                              f"{ref['tokens_per_s'] / eager:.2f}×"
-                             + ("" if ref["tokens_per_s"] / eager >= TARGET_EAGER else
-                                f" (pelab needs {TARGET_EAGER * eager:.0f} tokens/s, "
-                                f"{TARGET_EAGER * eager / ref['tokens_per_s']:.2f}× its speed)"))
+                             + ("" if ref["tokens_per_s"] / eager >= TARGET_EAGER else needs(TARGET_EAGER, eager)))
                      if eager else "not measured"))
     holds = f"; outside the products: {top_ops(ref['ops'])}"
     rows.append(("the fp32 step ≥ 70% of the measured FMA peak",
@@ -246,6 +302,10 @@ def main():
               f"The targets of docs/performance.md for this machine's kind ({fig['cpu']}; {kind}), read from the "
               f"tables above (the peers' from this section, pelab's from `./bench-pelab`'s):", "",
               "| target | this run |", "|---|---|"] + [f"| {t} | {v} |" for t, v in rows]
+    if any(b is not None and b > 0.25 for b in busy):
+        lines[3:3] = [f"> **The machine was not alone**: other processes kept {busy[0]:.1f} core(s) busy before the "
+                      f"peers' timings and {busy[1]:.1f} after them. These figures measure the sharing (a peer's "
+                      f"threads lose more to a busy core than pelab's), not the code: run `make bench` alone.", ""]
     if a.quick:
         lines[1:1] = ["", "> **--quick**: one round of few steps, a check that the peers run; not figures to publish."]
     with open(a.report, "a") as f:

@@ -1,12 +1,13 @@
 """The PyTorch peer of make bench (issue 58): pelab's model written the way
 a PyTorch user writes it for speed — one fused QKV product, RoPE on the
-(B, H, T, hs) heads, scaled_dot_product_attention (causal), a tied head —
+(B, H, T, hs) heads or ALiBi's bias as SDPA's float mask,
+scaled_dot_product_attention (causal), a tied head —
 loaded with a pelab checkpoint's weights, so that it first proves it computes
 the same function: its loss on the validation windows ./train scored equals
 ./train's within 1e-5 relative.
 
     $(bench/peers/venv.sh) bench/peers/torch_peer.py check CK ROWS LOSS
-      CK: a pelab checkpoint (RoPE or NoPE, causal); ROWS: ./train --load CK
+      CK: a pelab checkpoint (RoPE, ALiBi or NoPE, causal); ROWS: ./train --load CK
       --eval-rows ROWS --eval-ctx L; LOSS: ./train's loss at L from its --json.
 
     $(bench/peers/venv.sh) bench/peers/torch_peer.py time CK [eager|compile|bf16 [STEPS [BATCH [BLOCKS]]]]
@@ -45,8 +46,9 @@ class FastGPT(torch.nn.Module):
     def __init__(self, cfg, flat):
         super().__init__()
         pe = cfg["pe"]
-        if pe not in ("rope", "none") or not cfg["causal"]:
-            raise ValueError(f"the peer runs causal rope or none, not {pe} ({'causal' if cfg['causal'] else 'bidir'})")
+        if pe not in ("rope", "alibi", "none") or not cfg["causal"]:
+            raise ValueError(f"the peer runs causal rope, alibi or none, not {pe} "
+                             f"({'causal' if cfg['causal'] else 'bidir'})")
         self.cfg = cfg
         tensors = pelab_torch.unflatten(cfg, np.asarray(flat, np.float32))
         self.p = torch.nn.ParameterDict({n: torch.nn.Parameter(torch.tensor(a)) for n, a in tensors.items()})
@@ -58,6 +60,11 @@ class FastGPT(torch.nn.Module):
             self.register_buffer("cos", torch.cos(ang), persistent=False)
             self.register_buffer("sin", torch.sin(ang), persistent=False)
             self.qmul = float(qmul)
+        if pe == "alibi":  # the causal mask and -m_h (i - j), added to the scores (SDPA's float attn_mask)
+            T = cfg["ctx"]
+            i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+            bias = -pelab_torch.alibi_slopes(cfg["heads"])[:, None, None] * (i - j).to(torch.float32)
+            self.register_buffer("bias", bias.masked_fill(j > i, float("-inf")), persistent=False)
 
     def rope(self, x):  # (B, H, T, hs): each pair (2m, 2m+1) turned by position × theta_m
         T = x.shape[2]
@@ -76,7 +83,10 @@ class FastGPT(torch.nn.Module):
             q, k, v = F.linear(h, P["qkvw"][l], P["qkvb"][l]).view(B, T, 3, H, hs).permute(2, 0, 3, 1, 4)
             if cfg["pe"] == "rope":
                 q, k = self.rope(q) * self.qmul, self.rope(k)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            if cfg["pe"] == "alibi":
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias[:, :T, :T])
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + F.linear(y.transpose(1, 2).reshape(B, T, C), P["projw"][l], P["projb"][l])
             h = F.layer_norm(x, (C,), P["ln2w"][l], P["ln2b"][l], eps=1e-5)
             x = x + F.linear(F.gelu(F.linear(h, P["fcw"][l], P["fcb"][l]), approximate="tanh"), P["fcprojw"][l],
@@ -110,7 +120,8 @@ def check(ck, rows_path, want):
         raise ValueError("the rows have segments; the peer scores one sequence per row")
     got = rows_loss(model, tok, tgt)
     rel = abs(got - want) / abs(want)
-    print(f"torch {torch.__version__}: loss at {L} {got:.7f}, ./train {want:.6f}, relative difference {rel:.2e} "
+    print(f"torch {torch.__version__} {cfg['pe']}: loss at {L} {got:.7f}, ./train {want:.6f}, "
+          f"relative difference {rel:.2e} "
           f"({'within' if rel <= 1e-5 else 'OUTSIDE'} 1e-5)")
     return 0 if rel <= 1e-5 else 1
 
@@ -163,7 +174,8 @@ def same_steps(ck0, data, seed, steps, B, lr, warmup, want):
         opt.step()
     got = float(loss)
     rel = abs(got - want) / abs(want)
-    print(f"torch {torch.__version__}: loss at step {steps} {got:.6f}, ./train {want:.6f}, relative difference {rel:.2e}")
+    print(f"torch {torch.__version__} {cfg['pe']}: loss at step {steps} {got:.6f}, ./train {want:.6f}, "
+          f"relative difference {rel:.2e}")
     return rel
 
 
