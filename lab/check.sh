@@ -47,7 +47,7 @@ PY
 skipped_exps=$(/usr/bin/python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["skipped"])))' \
   "$scratch/q/plan/report.json" 2>/dev/null)
 exempt=$(cd results && skipped_files * 2>/dev/null)
-missing=$(cd results && for f in *; do [ "$f" = bench.md ] || [ "$f" = experiments.log ] || [ -s "$scratch/q/results/$f" ] ||
+missing=$(cd results && for f in *; do [ "$f" = bench.md ] || [ "$f" = bench.json ] || [ "$f" = experiments.log ] || [ -s "$scratch/q/results/$f" ] ||
   grep -qxF "$f" <<< "$exempt" || echo "$f"; done)
 check "the workflow writes every file of results/${skipped_exps:+ but those of the experiments this CPU skips ($skipped_exps)}${missing:+ (missing: $missing)}" test -z "$missing"
 check "the report page is written" test -s "$scratch/q/results/report.html"
