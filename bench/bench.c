@@ -441,35 +441,43 @@ static double sgemm_rate(int threads, double *rate_rows) {
 #define FMA_LANES 8
 #endif
 typedef float fma_vec __attribute__((vector_size(4 * FMA_LANES)));
-static double fma_peak(int threads) {
-    const long iters = 2000000;
+static float fma_chains(long iters) {
+    fma_vec mul, add, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
+    for (int l = 0; l < FMA_LANES; l++) {
+        mul[l] = 0.999999f, add[l] = 1e-7f;
+        a0[l] = a1[l] = a2[l] = a3[l] = a4[l] = a5[l] = (float)l;
+        a6[l] = a7[l] = a8[l] = a9[l] = a10[l] = a11[l] = (float)-l;
+    }
+    for (long i = 0; i < iters; i++) {  // 12 chains: in registers, not memory
+        a0 = a0 * mul + add, a1 = a1 * mul + add, a2 = a2 * mul + add, a3 = a3 * mul + add;
+        a4 = a4 * mul + add, a5 = a5 * mul + add, a6 = a6 * mul + add, a7 = a7 * mul + add;
+        a8 = a8 * mul + add, a9 = a9 * mul + add, a10 = a10 * mul + add, a11 = a11 * mul + add;
+    }
+    fma_vec t = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+    float sum = 0;
+    for (int l = 0; l < FMA_LANES; l++) sum += t[l];
+    return sum;
+}
+
+// The fastest of 20 short passes (one of them finds the cores free) of
+// `threads` threads each running chains(iters), which does flops_per_iter
+// FLOPs per iteration: FLOP/s.
+static double best_pass_rate(int threads, float (*chains)(long), long iters, double flops_per_iter) {
     double best = 0;
-    for (int pass = 0; pass < 20; pass++) {  // short passes: one of them finds the cores free
+    for (int pass = 0; pass < 20; pass++) {
         float sink = 0;
         double t0 = now_seconds();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
-        {
-            fma_vec mul, add, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
-            for (int l = 0; l < FMA_LANES; l++) {
-                mul[l] = 0.999999f, add[l] = 1e-7f;
-                a0[l] = a1[l] = a2[l] = a3[l] = a4[l] = a5[l] = (float)l;
-                a6[l] = a7[l] = a8[l] = a9[l] = a10[l] = a11[l] = (float)-l;
-            }
-            for (long i = 0; i < iters; i++) {  // 12 chains: in registers, not memory
-                a0 = a0 * mul + add, a1 = a1 * mul + add, a2 = a2 * mul + add, a3 = a3 * mul + add;
-                a4 = a4 * mul + add, a5 = a5 * mul + add, a6 = a6 * mul + add, a7 = a7 * mul + add;
-                a8 = a8 * mul + add, a9 = a9 * mul + add, a10 = a10 * mul + add, a11 = a11 * mul + add;
-            }
-            fma_vec t = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
-            for (int l = 0; l < FMA_LANES; l++) sink += t[l];
-        }
+        sink += chains(iters);
         double t = now_seconds() - t0;
-        if (sink == 12345.0f) printf(" ");  // keeps the loop's result alive
-        double r = 2.0 * FMA_LANES * 12 * (double)iters * threads / t;
+        if (sink == 12345.0f) printf(" ");  // keeps the chains' result alive
+        double r = flops_per_iter * (double)iters * threads / t;
         if (r > best) best = r;
     }
     return best;
 }
+
+static double fma_peak(int threads) { return best_pass_rate(threads, fma_chains, 2000000, 2.0 * FMA_LANES * 12); }
 
 // The machine's peak rate of bf16 products (FLOP/s, 2 per multiply-add, as
 // the model's FLOPs count them): 12 independent chains of AVX-512 BF16
@@ -501,19 +509,7 @@ static double bf16_peak(int threads) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512bf16")) return 0;
-    const long iters = 1000000;
-    double best = 0;
-    for (int pass = 0; pass < 20; pass++) {
-        float sink = 0;
-        double t0 = now_seconds();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-        sink += bf16_chains(iters);
-        double t = now_seconds() - t0;
-        if (sink == 12345.0f) printf(" ");  // keeps the chains' result alive
-        double r = 4.0 * 16 * 12 * (double)iters * threads / t;
-        if (r > best) best = r;
-    }
-    return best;
+    return best_pass_rate(threads, bf16_chains, 1000000, 4.0 * 16 * 12);
 #else
     (void)threads;
     return 0;

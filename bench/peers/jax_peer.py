@@ -14,7 +14,6 @@ function as ./train.
 """
 import os
 import sys
-import time
 from pathlib import Path
 
 for _k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # the peer's own process runs its libraries at their best
@@ -27,6 +26,7 @@ import optax  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_commands import equality_command, fastest_block, time_args  # noqa: E402
 from pelab_lab import torch as pelab_torch  # noqa: E402  (the checkpoint reader, layout and RoPE's frequencies)
 
 DECAYED = ("wte", "qkvw", "projw", "fcw", "fcprojw")  # pelab decays matrices and the embedding, not gains or biases
@@ -168,22 +168,15 @@ def time_steps(ck, steps, B, blocks, warmup=3):
     key = np.random.default_rng(1)
     tok = jnp.asarray(key.integers(0, V, (B, T)))
     tgt = jnp.asarray(key.integers(0, V, (B, T)))
-    t0 = time.perf_counter()
-    for _ in range(warmup):
-        P, state, v = step(P, state, tok, tgt)
-    v.block_until_ready()
-    warm, best = time.perf_counter() - t0, 0.0
-    for _ in range(blocks):
-        t1 = time.perf_counter()
-        for _ in range(steps):
-            P, state, v = step(P, state, tok, tgt)
-        v.block_until_ready()
-        best = max(best, B * T * steps / (time.perf_counter() - t1))
-    return best, warm
+    carry = [P, state, None]
+
+    def one():
+        carry[0], carry[1], carry[2] = step(carry[0], carry[1], tok, tgt)
+
+    return fastest_block(one, lambda: carry[2].block_until_ready(), B * T, steps, blocks, warmup)
 
 
 if __name__ == "__main__":
-    from peer_commands import equality_command, time_args
     rc = equality_command(sys.argv, check, same_steps)
     if rc is not None:
         sys.exit(rc)

@@ -1,5 +1,6 @@
-"""The command lines both peers (torch_peer.py, jax_peer.py) share, parsed in one place (no library imported
-here)."""
+"""The command lines both peers (torch_peer.py, jax_peer.py) share, parsed in one place, and their timing loop (no
+library imported here)."""
+import time
 
 
 def time_args(argv, mode):
@@ -19,3 +20,20 @@ def equality_command(argv, check, same_steps):
         same_steps(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), float(a[5]), int(a[6]), float(a[7]))
         return 0
     return None
+
+
+def fastest_block(step, sync, tokens_per_step, steps, blocks, warmup=3):
+    """(the fastest of `blocks` blocks of `steps` calls of step(), in tokens/s; the seconds of the `warmup` calls
+    before them, where compilers compile). sync() waits for the work queued so far (JAX runs asynchronously)."""
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    sync()
+    warm, best = time.perf_counter() - t0, 0.0
+    for _ in range(blocks):
+        t1 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        best = max(best, tokens_per_step * steps / (time.perf_counter() - t1))
+    return best, warm

@@ -35,7 +35,7 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pelab_lab import torch as pelab_torch  # noqa: E402  (the checkpoint reader and layout; not its model)
-from peer_commands import equality_command, time_args  # noqa: E402
+from peer_commands import equality_command, fastest_block, time_args  # noqa: E402
 
 
 class FastGPT(torch.nn.Module):
@@ -185,7 +185,6 @@ def time_steps(ck, mode, B, steps, blocks, warmup=3):
     makes one): the fastest of `blocks` blocks of `steps` steps after `warmup`
     steps, as pelab's bench keeps its fastest block; and the seconds of those
     warm-up steps (torch.compile's compilation happens there)."""
-    import time
     torch.manual_seed(1)
     cfg, flat = pelab_torch.read_checkpoint(ck)
     model = FastGPT(cfg, flat)
@@ -207,16 +206,7 @@ def time_steps(ck, mode, B, steps, blocks, warmup=3):
         step = torch.compile(step)
     elif mode not in ("eager", "bf16"):
         raise ValueError(f"mode {mode}: eager, compile or bf16")
-    t0 = time.perf_counter()
-    for _ in range(warmup):
-        step()
-    warm, best = time.perf_counter() - t0, 0.0
-    for _ in range(blocks):
-        t1 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        best = max(best, B * T * steps / (time.perf_counter() - t1))
-    return best, warm
+    return fastest_block(step, lambda: None, B * T, steps, blocks, warmup)
 
 
 if __name__ == "__main__":
