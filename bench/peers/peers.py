@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error(f"--rounds {a.rounds}: at least 1")
     try:
         fig = json.load(open(a.figures))
     except (OSError, ValueError) as e:
