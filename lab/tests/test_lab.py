@@ -997,6 +997,23 @@ class SmokeAndOffline(unittest.TestCase):
             self.assertEqual(corpus.preflight(conf, Path(d) / "run"), [])
 
 
+class RunFolder(unittest.TestCase):
+    def test_a_stale_snakemake_lock_does_not_stop_a_resume(self):
+        """A run that died with its machine leaves Snakemake's lock behind;
+        lab/run, holding its own lock on the folder, knows it is stale."""
+        import subprocess
+        repo = Path(__file__).resolve().parents[2]
+        with tempfile.TemporaryDirectory() as d:
+            locks = Path(d) / ".snakemake" / "locks"
+            locks.mkdir(parents=True)
+            (locks / "0.output.lock").write_text("results/rope_decay.md\n")
+            p = subprocess.run([str(repo / "lab" / "run"), d, "-j", "1", "--touch", "results/rope_decay.md"],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+            self.assertIn("stale Snakemake lock", p.stderr)
+            self.assertNotIn("LockException", p.stdout + p.stderr)
+
+
 class AnalyseSummary(unittest.TestCase):
     """Issue 59: lab/analyse's summary has a column per evaluation length, its
     rows ranked, one run's value without "(n=1)", tokens/s as a whole number;
