@@ -341,14 +341,32 @@ void gemm_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A
     onednn_bf16_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+static int cpu_has_bf16(void);
+
+// bf16_start on one thread (oneDNN's primitives are made as the products
+// will run them).
+static int bf16_start_alone(char *why, size_t whylen) {
+#ifdef _OPENMP
+    int n = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    int ok = bf16_start(why, whylen);
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    return ok;
+}
+
 int gemm_set_precision(const char *name, char *err, size_t errlen) {
     char why[200] = "";
-    if (!strcmp(name, "fp32")) {
-        bf16_on = 0;
+    bf16_on = 0;
+    if (!strcmp(name, "fp32")) return 1;
+    if (!strcmp(name, "auto")) {  // bf16 only where it is the CPU's own product, else fp32; never refused
+        bf16_on = !strcmp(engine_in_use->name, "onednn") && cpu_has_bf16() && bf16_start_alone(why, sizeof why);
         return 1;
     }
     if (strcmp(name, "bf16")) {
-        snprintf(err, errlen, "--precision: unknown precision '%s' (fp32, bf16)", name);
+        snprintf(err, errlen, "--precision: unknown precision '%s' (fp32, bf16, auto)", name);
         return 0;
     }
     if (strcmp(engine_in_use->name, "onednn")) {
@@ -356,16 +374,7 @@ int gemm_set_precision(const char *name, char *err, size_t errlen) {
                  engine_in_use->name);
         return 0;
     }
-    int ok;
-#ifdef _OPENMP
-    int n = omp_get_max_threads();
-    omp_set_num_threads(1);
-#endif
-    ok = bf16_start(why, sizeof why);
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#endif
-    if (!ok) {
+    if (!bf16_start_alone(why, sizeof why)) {
         snprintf(err, errlen, "--precision bf16: %s", why);
         return 0;
     }
@@ -413,6 +422,17 @@ static int engine_correct(const gemm_engine *e) {
                         if (!(fabs(C[i * LD + j] - ref[i * N + j]) <= 1e-4 * K)) return 0;
             }
     return 1;
+}
+
+// AVX512_BF16: bf16 products in the CPU's own instructions (without it
+// oneDNN emulates them, in other bits).
+static int cpu_has_bf16(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
 }
 
 static int cpu_has_avx512(void) {

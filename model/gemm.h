@@ -66,8 +66,10 @@ int gemm_row_block(void);
 // or "bf16" (mixed precision: A and B rounded to bfloat16, to nearest even,
 // and multiplied by oneDNN's matmul primitive with fp32 accumulation and an
 // fp32 C; needs the oneDNN engine, and refuses a CPU oneDNN has no bf16
-// product for). Weights, gradients, optimiser state and everything outside
-// the products stay fp32. 1, or 0 with err.
+// product for), or "auto": bf16 where the engine is oneDNN and the CPU has
+// AVX512_BF16, fp32 elsewhere (gemm_precision says which; never refused).
+// Weights, gradients, optimiser state and everything outside the products
+// stay fp32. 1, or 0 with err.
 int gemm_set_precision(const char *name, char *err, size_t errlen);
 const char *gemm_precision(void);
 // Frees what bf16 keeps (its primitives per shape, buffers and streams) and

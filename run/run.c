@@ -38,6 +38,20 @@ static void run_release(void) {
     memset(&run, 0, sizeof run);
 }
 
+// The products' precision (--precision; a resumed run's is its checkpoint's,
+// set again once that is read); "auto" becomes the precision it picked, as
+// --gemm's does, for the header, --json and the checkpoint.
+static void use_precision(options *o) {
+    const char *const *precisions = settings_find("precision")->choices;
+    char err[256];
+    if (!gemm_set_precision(precisions[o->precision], err, sizeof err)) {
+        if (o->resume) die_usage("--resume %s: the run's products are %s: %s", o->resume, precisions[o->precision], err);
+        die_usage("%s", err);
+    }
+    for (int i = 0; precisions[i]; i++)
+        if (!strcmp(precisions[i], gemm_precision())) o->precision = i;
+}
+
 // Threads, signal handlers and the release of the run, before any OpenMP
 // thread exists (so that they all inherit the signal mask).
 run_t *run_start(options *o) {
@@ -56,7 +70,7 @@ run_t *run_start(options *o) {
     if (!gemm_use(engines[o->gemm], err, sizeof err)) die_usage("%s", err);
     for (int i = 1; engines[i]; i++)
         if (!strcmp(engines[i], gemm_name())) o->gemm = i;
-    if (!gemm_set_precision(settings_find("precision")->choices[o->precision], err, sizeof err)) die_usage("%s", err);
+    use_precision(o);
     atexit(run_release);
     return &run;
 }
@@ -266,6 +280,7 @@ static void load_checkpoint(options *o, run_t *r) {
                       "schedule; give --steps %ld or more, or leave it out (the file's %ld)", o->resume,
                       r->st.step, steps_given, r->st.step, file.steps);
         r->start_step = r->st.step;
+        use_precision(o);  // the run's own, from the file
     } else {
         o->steps = 0;  // --load trains nothing: its record (--json's train) is this invocation's, not the model's
         r->st.seconds = 0;

@@ -22,7 +22,7 @@ static const char *const attn_modes[] = {"causal", "bidir", NULL};
 static const char *const attn_kernels[] = {"blocks", "fused", NULL};
 // --gemm: "auto", then model/gemm.h's engines in their list's order
 static const char *const gemm_choices[] = GEMM_CHOICES;
-static const char *const precisions[] = {"fp32", "bf16", NULL};
+static const char *const precisions[] = {"fp32", "bf16", "auto", NULL};
 static const char *const keeps[] = {"both", "last", "best", NULL};
 static const char SEC_DATA[] = "data", SEC_MODEL[] = "model", SEC_PE[] = "position encodings",
                   SEC_TRAIN[] = "training", SEC_OUT[] = "evaluation and output";
@@ -119,7 +119,9 @@ const setting settings_schema[] = {
      .section = SEC_TRAIN, .from_file = WITH_RESUME, .flags = SET_KEY_OPTIONAL,
      .metavar = "P",
      .help = "fp32, or bf16: mixed precision, the matrix products' inputs rounded to bfloat16 with fp32 accumulation "
-             "(needs --gemm onednn); weights, gradients and optimiser state stay fp32 (docs/performance.md)"},
+             "(needs --gemm onednn); weights, gradients and optimiser state stay fp32; or auto: bf16 where the engine "
+             "is oneDNN and the CPU has AVX512_BF16, else fp32 (results then depend on the machine; --json and the "
+             "checkpoint record the one used; docs/performance.md)"},
     {.name = "attn-kernel", .type = SET_CHOICE, O(attn_kernel), .def = "blocks", .choices = attn_kernels,
      .section = SEC_TRAIN, .metavar = "K",
      .help = "blocks (keeps the attention weights for the backward pass) or fused (keeps two numbers per row and "

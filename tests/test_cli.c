@@ -1359,6 +1359,34 @@ static int test_bf16(void) {
     slurp(tmp_path("bf16.json"), j, sizeof j);
     EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(j, "\"precision\": \"bf16\""),
            "--json does not record the precision: %s", err_buf);
+    // A resumed bf16 run continues in bf16 (it once went on in fp32: the
+    // checkpoint's precision was read after the products' was set).
+    s = run_train(SMALL " --steps 12 --gemm onednn --precision bf16 --save {T}/bf16full.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "bf16 full run: %s", err_buf);
+    s = run_train(SMALL " --steps 12 --stop-at 5 --gemm onednn --precision bf16 --save {T}/bf16part.ck");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0, "bf16 stopped run: %s", err_buf);
+    s = run_train("--quiet --gemm onednn --resume {T}/bf16part.ck --save {T}/bf16part.ck --json {T}/bf16resumed.json");
+    slurp(tmp_path("bf16resumed.json"), j, sizeof j);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && !strstr(j, "\"precision\": \"fp32\""),
+           "a resumed bf16 run records fp32: %s", err_buf);
+    EXPECT(test_ckpt_same_run(tmp_path("bf16full.ck"), tmp_path("bf16part.ck")),
+           "a resumed bf16 run differs from the uninterrupted one");
+    s = run_train("--quiet --gemm openblas --resume {T}/bf16part.ck --save {T}/bf16part.ck --steps 14");
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 2 && strstr(err_buf, "the run's products are bf16"),
+           "a bf16 run resumed under OpenBLAS: exit %d, %s", WEXITSTATUS(s), err_buf);
+    // --precision auto: under oneDNN bf16 where the CPU has AVX512_BF16
+    // (oneDNN may emulate it on other AVX-512 CPUs: there fp32), fp32 under
+    // OpenBLAS; --json records the precision used, never "auto".
+    __builtin_cpu_init();
+    const char *want = __builtin_cpu_supports("avx512bf16") ? "\"precision\": \"bf16\"" : "\"precision\": \"fp32\"";
+    s = run_train("--steps 1 --quiet --gemm onednn --precision auto --json {T}/auto.json");
+    slurp(tmp_path("auto.json"), j, sizeof j);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(j, want) && !strstr(j, "\"auto\""),
+           "--precision auto under oneDNN: want %s; %s %s", want, err_buf, j);
+    s = run_train("--steps 1 --quiet --gemm openblas --precision auto --json {T}/auto32.json");
+    slurp(tmp_path("auto32.json"), j, sizeof j);
+    EXPECT(WIFEXITED(s) && WEXITSTATUS(s) == 0 && strstr(j, "\"precision\": \"fp32\"") && !strstr(j, "\"bf16\""),
+           "--precision auto under OpenBLAS: %s %s", err_buf, j);
     return fails;
 }
 
