@@ -123,6 +123,70 @@ def top_ops(ops, n=3):
     return ", ".join(f"{k} {pct(v)}" for v, k in rest)
 
 
+def target_rows(fig, eager, fastest):
+    """The Targets table's rows (target, verdict with its figure) for this machine's kind, from ./bench-pelab's
+    figures (fig, results/bench.json), PyTorch eager's tokens/s at the reference shape with RoPE (eager; None when
+    not timed) and the fastest fp32 peer there (fastest: (label, tokens/s), or None)."""
+    ref = fig["reference"]
+    eng = {(e["engine"], e["precision"]): e for e in fig["engines"]}
+    pelab_bf16 = eng.get(("onednn", "bf16"))
+    share32 = ref["flops_per_token"] * ref["tokens_per_s"] / (fig["fma_peak_gflops"] * 1e9)
+    rows = []
+    bound = fig["fma_peak_gflops"] * 1e9 / ref["flops_per_token"]  # tokens/s of a step at 100% of the FMA peak
+
+    def needs(times, peer_tps):
+        """What a missed ratio target asks of pelab, against the FMA peak's bound."""
+        want = times * peer_tps
+        text = f" (pelab needs {want:.0f} tokens/s, {want / ref['tokens_per_s']:.2f}× its speed"
+        if want > bound:
+            text += (f"; beyond this machine's FMA peak, where a step of nothing but products at the full rate would "
+                     f"train {bound:.0f} tokens/s, {bound / peer_tps:.2f}× this peer: out of reach here")
+        return text + ")"
+
+    if fig["avx512"]:
+        f = fastest
+        rows.append(("pelab ≥ 3× the fastest fp32 peer, reference shape",
+                     verdict(ref["tokens_per_s"] / f[1] >= TARGET_FASTEST,
+                             f"{ref['tokens_per_s'] / f[1]:.2f}× {f[0]}"
+                             + ("" if ref["tokens_per_s"] / f[1] >= TARGET_FASTEST else needs(TARGET_FASTEST, f[1])))
+                     if f else "not measured (no peer timed)"))
+        rows.append(("pelab ≥ 5× PyTorch eager, reference shape",
+                     verdict(ref["tokens_per_s"] / eager >= TARGET_EAGER,
+                             f"{ref['tokens_per_s'] / eager:.2f}×"
+                             + ("" if ref["tokens_per_s"] / eager >= TARGET_EAGER else needs(TARGET_EAGER, eager)))
+                     if eager else "not measured"))
+    holds = f"; outside the products: {top_ops(ref['ops'])}"
+    rows.append(("the fp32 step ≥ 70% of the measured FMA peak",
+                 verdict(share32 >= TARGET_FP32_PEAK,
+                         f"{pct(share32)} of {fig['fma_peak_gflops']:.1f} GFLOP/s"
+                         + ("" if share32 >= TARGET_FP32_PEAK else
+                            f" ({pct(TARGET_FP32_PEAK - share32)} short; matrix products "
+                            f"{pct(ref['ops']['matrix products'])} of the step{holds})"))))
+    if fig["avx512"]:
+        if fig.get("bf16_peak_gflops") and pelab_bf16:
+            s16 = ref["flops_per_token"] * pelab_bf16["tokens_per_s"] / (fig["bf16_peak_gflops"] * 1e9)
+            rows.append(("the bf16 step ≥ 50% of the measured bf16 peak",
+                         verdict(s16 >= TARGET_BF16_PEAK,
+                                 f"{pct(s16)} of {fig['bf16_peak_gflops']:.1f} GFLOP/s"
+                                 + ("" if s16 >= TARGET_BF16_PEAK else f" ({pct(TARGET_BF16_PEAK - s16)} short)"))))
+        else:
+            rows.append(("the bf16 step ≥ 50% of the measured bf16 peak",
+                         "not applicable: this CPU has no AVX-512 BF16 (oneDNN has no bf16 product here)"))
+    pes = [e for e in fig["encodings"] if e["pe"] != "none"]
+    if pes:
+        out = [e for e in pes if e["high"] < TARGET_PE]
+        und = [e for e in pes if e["low"] <= TARGET_PE <= e["high"]]
+        worst = min(pes, key=lambda e: e["vs_none"])
+        text = (f"{len(pes) - len(out) - len(und)} of {len(pes)} within (whole interval); slowest {worst['pe']} "
+                f"{100 * (worst['vs_none'] - 1):+.1f}% [{100 * (worst['low'] - 1):+.1f}, {100 * (worst['high'] - 1):+.1f}]")
+        if out:
+            text += "; outside: " + ", ".join(f"{e['pe']} {100 * (e['vs_none'] - 1):+.1f}%" for e in out)
+        if und:
+            text += "; undecided: " + ", ".join(e["pe"] for e in und)
+        rows.append(("every encoding within 15% of NoPE (blocks kernel)", verdict(not out and not und, text)))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--report", default=str(REPO / "results/bench.md"))
@@ -243,63 +307,9 @@ def main():
         if fastest:
             lines += ["", f"pelab's ratio against the fastest fp32 peer ({fastest[0]}): **{p32 / fastest[1]:.2f}×**."]
 
-    # the targets of this machine's kind
-    share32 = ref["flops_per_token"] * ref["tokens_per_s"] / (fig["fma_peak_gflops"] * 1e9)
+    rows = target_rows(fig, results.get(("reference", "rope", "PyTorch eager"), (None,))[0],
+                       best_fp32.get(("reference", "rope")))
     kind = "AVX-512" if fig["avx512"] else "AVX2-only"
-    rows = []
-    bound = fig["fma_peak_gflops"] * 1e9 / ref["flops_per_token"]  # tokens/s of a step at 100% of the FMA peak
-
-    def needs(times, peer_tps):
-        """What a missed ratio target asks of pelab, against the FMA peak's bound."""
-        want = times * peer_tps
-        text = f" (pelab needs {want:.0f} tokens/s, {want / ref['tokens_per_s']:.2f}× its speed"
-        if want > bound:
-            text += (f"; beyond this machine's FMA peak, where a step of nothing but products at the full rate would "
-                     f"train {bound:.0f} tokens/s, {bound / peer_tps:.2f}× this peer: out of reach here")
-        return text + ")"
-
-    if fig["avx512"]:
-        f = best_fp32.get(("reference", "rope"))
-        eager = results.get(("reference", "rope", "PyTorch eager"), (None,))[0]
-        rows.append(("pelab ≥ 3× the fastest fp32 peer, reference shape",
-                     verdict(ref["tokens_per_s"] / f[1] >= TARGET_FASTEST,
-                             f"{ref['tokens_per_s'] / f[1]:.2f}× {f[0]}"
-                             + ("" if ref["tokens_per_s"] / f[1] >= TARGET_FASTEST else needs(TARGET_FASTEST, f[1])))
-                     if f else "not measured (no peer timed)"))
-        rows.append(("pelab ≥ 5× PyTorch eager, reference shape",
-                     verdict(ref["tokens_per_s"] / eager >= TARGET_EAGER,
-                             f"{ref['tokens_per_s'] / eager:.2f}×"
-                             + ("" if ref["tokens_per_s"] / eager >= TARGET_EAGER else needs(TARGET_EAGER, eager)))
-                     if eager else "not measured"))
-    holds = f"; outside the products: {top_ops(ref['ops'])}"
-    rows.append(("the fp32 step ≥ 70% of the measured FMA peak",
-                 verdict(share32 >= TARGET_FP32_PEAK,
-                         f"{pct(share32)} of {fig['fma_peak_gflops']:.1f} GFLOP/s"
-                         + ("" if share32 >= TARGET_FP32_PEAK else
-                            f" ({pct(TARGET_FP32_PEAK - share32)} short; matrix products "
-                            f"{pct(ref['ops']['matrix products'])} of the step{holds})"))))
-    if fig["avx512"]:
-        if fig.get("bf16_peak_gflops") and pelab_bf16:
-            s16 = ref["flops_per_token"] * pelab_bf16["tokens_per_s"] / (fig["bf16_peak_gflops"] * 1e9)
-            rows.append(("the bf16 step ≥ 50% of the measured bf16 peak",
-                         verdict(s16 >= TARGET_BF16_PEAK,
-                                 f"{pct(s16)} of {fig['bf16_peak_gflops']:.1f} GFLOP/s"
-                                 + ("" if s16 >= TARGET_BF16_PEAK else f" ({pct(TARGET_BF16_PEAK - s16)} short)"))))
-        else:
-            rows.append(("the bf16 step ≥ 50% of the measured bf16 peak",
-                         "not applicable: this CPU has no AVX-512 BF16 (oneDNN has no bf16 product here)"))
-    pes = [e for e in fig["encodings"] if e["pe"] != "none"]
-    if pes:
-        out = [e for e in pes if e["high"] < TARGET_PE]
-        und = [e for e in pes if e["low"] <= TARGET_PE <= e["high"]]
-        worst = min(pes, key=lambda e: e["vs_none"])
-        text = (f"{len(pes) - len(out) - len(und)} of {len(pes)} within (whole interval); slowest {worst['pe']} "
-                f"{100 * (worst['vs_none'] - 1):+.1f}% [{100 * (worst['low'] - 1):+.1f}, {100 * (worst['high'] - 1):+.1f}]")
-        if out:
-            text += "; outside: " + ", ".join(f"{e['pe']} {100 * (e['vs_none'] - 1):+.1f}%" for e in out)
-        if und:
-            text += "; undecided: " + ", ".join(e["pe"] for e in und)
-        rows.append(("every encoding within 15% of NoPE (blocks kernel)", verdict(not out and not und, text)))
     lines += ["", f"## Targets ({kind} machine)", "",
               f"The targets of docs/performance.md for this machine's kind ({fig['cpu']}; {kind}), read from the "
               f"tables above (the peers' from this section, pelab's from `./bench-pelab`'s):", "",
