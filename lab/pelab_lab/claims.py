@@ -440,19 +440,30 @@ TRENDS = ("holds at every size", "grows with size", "shrinks with size", "flips"
 
 def _ladder_table(results, size, train_ctx):
     """results/scale.csv's runs of one size trained at train_ctx, as an
-    extrapolation-like table (label = pe, eval_ctx = its multiple of
-    LADDER_CTX) with its baselines, so that a claim's own comparisons select
-    from it unchanged."""
+    extrapolation-like table (label = pe, eval_ctx = factor × train_ctx)
+    with its baselines, so that a claim's comparisons (_at_length) select
+    from it."""
     df = pd.read_csv(Path(results) / f"{SCALE_EXP}.csv")
     g = df[(df["size"] == size) & (df["train_ctx"] == train_ctx)].copy()
     g["label"] = g["pe"]
-    g["eval_ctx"] = (g["factor"] * LADDER_CTX).astype(int)
+    g["eval_ctx"] = (g["factor"] * train_ctx).astype(int)
     g["log_ppl"] = np.log(g["ppl"])
     base = Path(results) / f"{SCALE_EXP}_baselines.csv"
     b = pd.read_csv(base) if base.is_file() else pd.DataFrame(columns=["eval_ctx", "unigram_ppl", "bigram_ppl"])
     b = b[b["eval_ctx"].isin(g["factor"].unique() * train_ctx)].copy()
-    b["eval_ctx"] = (b["eval_ctx"] // train_ctx * LADDER_CTX).astype(int)
     return g, b
+
+
+def _at_length(decl, train_ctx):
+    """A claim's declaration (or a part of it) read at the same multiples of
+    train_ctx as it reads of LADDER_CTX: every eval_ctx scaled by
+    train_ctx / LADDER_CTX (256 at a training length of 64 is 1024 at 256)."""
+    if isinstance(decl, dict):
+        return {k: (v * train_ctx // LADDER_CTX if k == "eval_ctx" and isinstance(v, int) else _at_length(v, train_ctx))
+                for k, v in decl.items()}
+    if isinstance(decl, list):
+        return [_at_length(v, train_ctx) for v in decl]
+    return decl
 
 
 def _ladder_lengths(c, at):
@@ -492,31 +503,38 @@ def trend_verdict(verdicts, slope, lo, hi, predicts):
     return "no trend detected"
 
 
-def across_sizes(claims, results):
+def across_sizes(claims, results, train_ctx=LADDER_CTX):
     """For each claim declared `across_sizes: true`: every comparison that
     reads lengths the ladder has (1×, 4×, 16× of 64), judged at each size of
-    results/scale.csv by the same rule (a claim's own Holm family at each
-    size), and its trend with size. [] when the ladder's table is absent."""
+    results/scale.csv trained at train_ctx (at the same multiples of it) by
+    the same rule (a claim's own Holm family at each size), and its trend
+    with size. None when the ladder's table is absent, [] when no size was
+    trained at train_ctx."""
     path = Path(results) / f"{SCALE_EXP}.csv"
     if not path.is_file():
         return None
     df = pd.read_csv(path)
+    df = df[df["train_ctx"] == train_ctx]
+    if df.empty:
+        return []
     sizes = list(df.drop_duplicates("size").sort_values("params")["size"])
     params = dict(zip(df["size"], df["params"]))
-    ladder = set(df["factor"].unique() * LADDER_CTX)
+    ladder = set(df["factor"].unique() * train_ctx)
     out = []
     for cl in claims:
         if not cl.get("across_sizes"):
             continue
+        cl = {**cl, "at": _at_length(cl.get("at", {}), train_ctx),
+              "comparisons": _at_length(cl["comparisons"], train_ctx)}
         keep = [(i, c) for i, c in enumerate(cl["comparisons"])
                 if (L := _ladder_lengths(c, cl.get("at", {}))) is not None and L <= ladder]
         if not keep:
-            out.append({"claim": cl, "rows": [], "sizes": sizes})
+            out.append({"claim": cl, "rows": [], "sizes": sizes, "train_ctx": train_ctx})
             continue
         per_size = {}
         for size in sizes:
             with __import__("tempfile").TemporaryDirectory() as d:
-                g, b = _ladder_table(results, size, LADDER_CTX)
+                g, b = _ladder_table(results, size, train_ctx)
                 g.to_csv(Path(d) / f"{cl['experiment']}.csv", index=False)
                 b.to_csv(Path(d) / f"{cl['experiment']}_baselines.csv", index=False)
                 spec = {**cl, "comparisons": [c for _, c in keep], "needs": {}}
@@ -531,7 +549,7 @@ def across_sizes(claims, results):
             for s, cell in zip(sizes, cells):
                 if cell["verdict"] == "not testable here":
                     continue   # a size where a precondition fails adds nothing to the trend
-                g, _ = _ladder_table(results, s, LADDER_CTX)
+                g, _ = _ladder_table(results, s, train_ctx)
                 try:
                     a = _side(g, {**cl.get("at", {}), **c["a"]}, cl["metric"], "ladder")
                     if "b" in c:
@@ -547,20 +565,46 @@ def across_sizes(claims, results):
                 ys += list(d)
             sl, lo, hi, mds = slope_ci(xs, ys)
             testable = [x["verdict"] for x in cells if x["verdict"] != "not testable here"]
+            trend = (trend_verdict(testable, sl, lo, hi, cells[0]["predicts"]) if len(testable) > 1
+                     else "no trend: one size")
             rows.append({"a": cells[0]["a"], "b": cells[0]["b"], "predicts": cells[0]["predicts"], "cells": cells,
-                         "slope": sl, "lo": lo, "hi": hi, "mds": mds,
-                         "trend": trend_verdict(testable, sl, lo, hi, cells[0]["predicts"])})
-        out.append({"claim": cl, "rows": rows, "sizes": sizes, "params": params,
+                         "slope": sl, "lo": lo, "hi": hi, "mds": mds, "trend": trend})
+        out.append({"claim": cl, "rows": rows, "sizes": sizes, "params": params, "train_ctx": train_ctx,
                     "skipped": len(cl["comparisons"]) - len(rows)})
     return out
 
 
+def ladder_trends(claims, results):
+    """across_sizes at each training length of results/scale.csv, shortest
+    first ({train_ctx: [...]}); None when the ladder's table is absent."""
+    path = Path(results) / f"{SCALE_EXP}.csv"
+    if not path.is_file():
+        return None
+    ctxs = sorted(int(x) for x in pd.read_csv(path)["train_ctx"].unique())
+    return {ctx: across_sizes(claims, results, ctx) for ctx in ctxs}
+
+
+def _sizes_table(t):
+    """One claim's comparisons across the sizes trained at one length."""
+    head = ["A − B", "paper"] + [f"{s} (N {t['params'][s]:,})" for s in t["sizes"]] + ["slope per ln N [95%]",
+                                                                                       "detectable slope", "trend"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in t["rows"]:
+        cells = [f"{_num(c['est'])} [{_num(c['lo'])}, {_num(c['hi'])}] {c['verdict']}"
+                 + (f" ({c['failed'].split(':')[0]})" if c["failed"] else "") for c in r["cells"]]
+        lines.append(f"| {r['a']} − {r['b']} | {r['predicts']} 0 | " + " | ".join(cells)
+                     + f" | {_num(r['slope'], 4)} [{_num(r['lo'], 4)}, {_num(r['hi'], 4)}] | {_num(r['mds'], 4)} | "
+                     f"**{r['trend']}** |")
+    return lines
+
+
 def render_sizes(trends):
-    """The ledger's section on the ladder."""
+    """The ledger's section on the ladder (trends: ladder_trends)."""
     lines = ["", "## Across model sizes", ""]
-    if trends is None:
+    if trends is None or LADDER_CTX not in trends:
         return lines + ["The model-size ladder's table (`results/scale.csv`, `make experiments ONLY=scale`) is not "
                         "published yet: no claim is judged across sizes."]
+    longer = {ctx: {t["claim"]["id"]: t for t in ts} for ctx, ts in trends.items() if ctx != LADDER_CTX}
     lines += ["The claims declared `across_sizes` judged again on the model-size ladder (experiment `scale`: the "
               "Linux kernel's C source, trained at 64 bytes, read at 4× and 16×), at each size by the rule above "
               "(each size its own Holm family), and their trend with size: the slope of the per-seed difference "
@@ -571,7 +615,11 @@ def render_sizes(trends):
               "else **holds at every size** where every size is consistent; else **no trend detected**. A "
               "comparison at 2× (128) has no ladder counterpart (the ladder reads 1×, 4× and 16×) and is left out; "
               "so is one that reads another experiment's table. The fit describes the sizes trained, not beyond."]
-    for t in trends:
+    for ctx in longer:
+        lines += ["", f"The sizes the ladder also trains at {ctx} bytes are judged again there, each comparison at the "
+                      f"same multiples of the training length (a comparison at 256 and 64 above reads "
+                      f"{256 * ctx // LADDER_CTX} and {ctx} there), in a second table under each claim."]
+    for t in trends[LADDER_CTX]:
         cl = t["claim"]
         lines += ["", f"### {cl['paper']}", ""]
         if not t["rows"]:
@@ -580,15 +628,11 @@ def render_sizes(trends):
         if t.get("skipped"):
             lines += [f"{t['skipped']} of its {len(cl['comparisons'])} comparisons read lengths, tables or encodings "
                       "the ladder does not have.", ""]
-        head = ["A − B", "paper"] + [f"{s} (N {t['params'][s]:,})" for s in t["sizes"]] + ["slope per ln N [95%]",
-                                                                                           "detectable slope", "trend"]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for r in t["rows"]:
-            cells = [f"{_num(c['est'])} [{_num(c['lo'])}, {_num(c['hi'])}] {c['verdict']}"
-                     + (f" ({c['failed'].split(':')[0]})" if c["failed"] else "") for c in r["cells"]]
-            lines.append(f"| {r['a']} − {r['b']} | {r['predicts']} 0 | " + " | ".join(cells)
-                         + f" | {_num(r['slope'], 4)} [{_num(r['lo'], 4)}, {_num(r['hi'], 4)}] | {_num(r['mds'], 4)} | "
-                         f"**{r['trend']}** |")
+        lines += _sizes_table(t)
+        for ctx, by_id in longer.items():
+            lt = by_id.get(cl["id"])
+            if lt and lt["rows"]:
+                lines += ["", f"Trained at {ctx}:", ""] + _sizes_table(lt)
     return lines
 
 
@@ -860,7 +904,7 @@ def main(argv=None):
     try:
         history = declaration_history(a.claims, a.results)
         claims = load_claims(a.claims)
-        text = render(evaluate(claims, a.results, missing), a.claims, history, across_sizes(claims, a.results))
+        text = render(evaluate(claims, a.results, missing), a.claims, history, ladder_trends(claims, a.results))
     except ClaimError as e:
         print(f"claims: {e}", file=sys.stderr)
         return 2

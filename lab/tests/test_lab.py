@@ -542,6 +542,39 @@ class Claims(unittest.TestCase):
             self.assertEqual([c["verdict"] for c in r["cells"]], ["consistent"] * 3)
             self.assertEqual(r["trend"], "grows with size")
 
+    def test_a_claim_across_ladder_sizes_at_a_longer_training_length(self):
+        """The sizes trained at 256 are judged at the same multiples of 256 as
+        the claim reads of 64 (1024 − 64 there is 4096 − 256); one size gives
+        no trend."""
+        from pelab_lab import claims
+        with tempfile.TemporaryDirectory() as d:
+            rows = []
+            for size, n, gap, ctxs in (("s", 1e5, 0.05, (64,)), ("m", 1e6, 0.10, (64, 256)), ("l", 1e7, 0.20, (64, 256))):
+                for ctx in ctxs:
+                    for seed in (1, 2, 3):
+                        for pe, extra in (("a", gap if ctx == 64 else -gap), ("b", 0.0)):
+                            for f in (1, 16):
+                                rows.append({"pe": pe, "size": size, "params": n, "train_ctx": ctx, "seed": seed, "factor": f,
+                                             "ppl": math.exp(1.5 + (extra if f == 16 else 0) + 0.001 * seed)})
+            pd.DataFrame(rows).to_csv(Path(d) / "scale.csv", index=False)
+            cl = self.claim([{"a": {"label": "a", "eval_ctx": 1024, "minus": {"eval_ctx": 64}},
+                              "b": {"label": "b", "eval_ctx": 1024, "minus": {"eval_ctx": 64}}}],
+                            predicts=">", across_sizes=True)
+            t = claims.ladder_trends([cl], d)
+            self.assertEqual(sorted(t), [64, 256])
+            self.assertEqual(t[64][0]["sizes"], ["s", "m", "l"])
+            long = t[256][0]
+            self.assertEqual(long["sizes"], ["m", "l"])
+            r = long["rows"][0]
+            self.assertIn("eval_ctx 4096", r["a"])
+            self.assertNotIn("eval_ctx 1024", r["a"])
+            self.assertEqual([c["verdict"] for c in r["cells"]], ["contrary"] * 2)   # a gains at 16× of 256
+            self.assertEqual(r["trend"], "shrinks with size")
+            text = "\n".join(claims.render_sizes(t))
+            self.assertIn("Trained at 256:", text)
+            pd.DataFrame([x for x in rows if x["train_ctx"] == 64 or x["size"] == "l"]).to_csv(Path(d) / "scale.csv", index=False)
+            self.assertEqual(claims.ladder_trends([cl], d)[256][0]["rows"][0]["trend"], "no trend: one size")
+
     def test_paired_by_seed(self):
         e = self.ledger(self.rows([1.0, 2.0, 3.0], [0.9, 1.9, 2.95]))
         r = e["results"][0]
