@@ -16,9 +16,11 @@ from .style import plt, encoding_style, extension_of, save
 _METHOD = plt.get_cmap("tab10").colors
 
 
-def _band(ax, x, groups, style, label, per_seed, band=True, alpha=0.15):
+def _band(ax, x, groups, style, label, per_seed, band=True, alpha=0.15, bars_at=None):
     """groups: list over x of arrays of per-seed values (x sorted); band=False
-    where so many series share a panel that bands would hide each other."""
+    where so many series share a panel that bands would hide each other;
+    bars_at: x positions (e.g. nudged apart) for the 95% intervals as error
+    bars instead."""
     est = [stats.mean_ci(g) for g in groups]
     m = np.array([e.mean for e in est])
     lo = np.array([e.lo if e.n > 1 else e.mean for e in est])
@@ -26,6 +28,8 @@ def _band(ax, x, groups, style, label, per_seed, band=True, alpha=0.15):
     ax.plot(x, m, label=label, markersize=4, linewidth=1.6, **style)
     if band:
         ax.fill_between(x, lo, hi, color=style["color"], alpha=alpha, linewidth=0)
+    elif bars_at is not None:
+        ax.errorbar(bars_at, m, yerr=[m - lo, hi - m], fmt="none", ecolor=style["color"], elinewidth=1.1, capsize=2)
     for seed_line in per_seed:
         # solid and visible: where seeds split into two clusters, these lines
         # (not the mean) are the result
@@ -418,28 +422,33 @@ def scale_panels(evals, title, stem):
     """The ladder at a glance, one row of panels per training length: the loss
     at the training length against non-embedding parameters (log-log), and
     the extrapolation ratio ppl(16×) / ppl(1×) against them; one line per
-    encoding, mean with its 95% band, thin lines per seed."""
+    encoding, mean with its 95% interval (a band, or with many encodings
+    error bars nudged apart along x), thin lines per seed."""
     ctxs = sorted(evals["train_ctx"].unique())
     fig, axes = plt.subplots(len(ctxs), 2, figsize=(11, 4.2 * len(ctxs)), squeeze=False)
+    span = (evals["params"].min() / 1.3, evals["params"].max() * 1.3)   # one x range for every panel
     for row, L0 in zip(axes, ctxs):
         g = evals[evals["train_ctx"] == L0]
         labels = list(dict.fromkeys(g["pe"]))
+        band = len(labels) <= 6
         for i, pe in enumerate(labels):
             h = g[g["pe"] == pe]
+            nudge = 1.01 ** (i - (len(labels) - 1) / 2)   # each encoding's bars a little apart on the log axis
             xs = sorted(h["params"].unique())
             one = h[h["factor"] == 1]
             _band(row[0], xs, [one[one["params"] == x]["loss"].to_numpy() for x in xs], encoding_style(pe, i), pe,
-                  _per_seed(one, "params", "loss", xs), band=len(labels) <= 6)
+                  _per_seed(one, "params", "loss", xs), band=band, bars_at=np.array(xs) * nudge)
             far = h[(h["factor"] == 16) & h["log_ratio"].notna()]
             if not far.empty:
                 fx = sorted(far["params"].unique())
                 ratio = far.assign(ratio=np.exp(far["log_ratio"]))
                 _band(row[1], fx, [ratio[ratio["params"] == x]["ratio"].to_numpy() for x in fx], encoding_style(pe, i), pe,
-                      _per_seed(ratio, "params", "ratio", fx), band=len(labels) <= 6)
+                      _per_seed(ratio, "params", "ratio", fx), band=band, bars_at=np.array(fx) * nudge)
         row[1].axhline(1, color="grey", linewidth=0.8, linestyle=":")
         for ax, ylabel in ((row[0], f"validation loss at {L0} (nats per byte)"),
                            (row[1], f"ppl at {16 * L0} / ppl at {L0}")):
             ax.set_xscale("log")
+            ax.set_xlim(*span)
             ax.set_yscale("log")
             _log_axis(ax.yaxis, *ax.get_ylim())
             ax.set_xlabel("non-embedding parameters")
