@@ -58,6 +58,8 @@ def sync(readme, root, write):
             i += 1
         if have != tabs[k - 1]:
             problems.append(f"the table after '{line}' is not {m.group(1)}'s table {k}")
+        if i < len(lines) and lines[i].strip():   # Markdown would read the next line as one more row
+            problems.append(f"the table after '{line}' runs into the line after it: leave a blank line")
         out.extend(tabs[k - 1] if write else have)
     return "\n".join(out) + ("\n" if readme.endswith("\n") else ""), problems
 

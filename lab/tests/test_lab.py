@@ -744,6 +744,22 @@ class Format(unittest.TestCase):
         self.assertRegex(mean_ci([0.4, 0.5, 0.6], (0, 1)).fmt(2), r"^0\.50 ± 0\.25$")
 
 
+class ReadmeTables(unittest.TestCase):
+    def test_a_synced_table_is_checked_and_must_end_at_a_blank_line(self):
+        from pelab_lab import readme
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "results").mkdir()
+            (Path(d) / "results" / "e.md").write_text("# e\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
+            mark = "<!-- results/e.md table 1 -->"
+            good = f"{mark}\n| a | b |\n|---|---|\n| 1 | 2 |\n\nText.\n"
+            self.assertEqual(readme.sync(good, Path(d), False)[1], [])
+            stale = good.replace("| 1 | 2 |", "| 1 | 3 |")
+            self.assertIn("is not results/e.md's table 1", readme.sync(stale, Path(d), False)[1][0])
+            self.assertEqual(readme.sync(stale, Path(d), True)[0], good)   # `make readme` copies it again
+            glued = good.replace("\n\nText.", "\nText.")   # Markdown reads "Text." as one more row
+            self.assertIn("runs into the line after it", readme.sync(glued, Path(d), False)[1][0])
+
+
 class Bounds(unittest.TestCase):
     def test_a_bound_is_decided_by_a_separated_difference_only(self):
         from pelab_lab.claims import verdict_of
