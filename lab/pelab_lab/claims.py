@@ -614,7 +614,9 @@ def render_sizes(trends):
               "(or **shrinks**) with size where the slope is separated from 0 in (against) the paper's direction; "
               "else **holds at every size** where every size is consistent; else **no trend detected**. A "
               "comparison at 2× (128) has no ladder counterpart (the ladder reads 1×, 4× and 16×) and is left out; "
-              "so is one that reads another experiment's table. The fit describes the sizes trained, not beyond."]
+              "so is one that reads another experiment's table. The fit describes the sizes trained, not beyond, and "
+              "it is a straight line in ln N: an effect that rises and then falls across sizes shows as a small "
+              "slope or none, so read the trend with the per-size cells beside it."]
     for ctx in longer:
         lines += ["", f"The sizes the ladder also trains at {ctx} bytes are judged again there, each comparison at the "
                       f"same multiples of the training length (a comparison at 256 and 64 above reads "
