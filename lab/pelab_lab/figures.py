@@ -6,7 +6,7 @@ import math
 import textwrap
 
 import numpy as np
-from matplotlib.ticker import LogLocator, ScalarFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, ScalarFormatter, NullFormatter
 
 from . import schema, stats
 from .baselines import uniform_attention
@@ -42,9 +42,8 @@ def _log_axis(axis, lo=None, hi=None):
     span = hi / lo if lo and hi and lo > 0 else 1000
     subs = (1.0, 2.0, 5.0) if span > 30 else (1.0, 2.0, 3.0, 5.0, 7.0) if span > 10 else tuple(range(1, 10))
     axis.set_major_locator(LogLocator(base=10, subs=subs))
-    fmt = ScalarFormatter()
-    fmt.set_scientific(False)
-    axis.set_major_formatter(fmt)
+    # each tick its own shortest label (a shared number of decimals printed 0.8 and 1.0 both as "1")
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
     axis.set_minor_formatter(NullFormatter())
 
 
