@@ -529,7 +529,7 @@ def across_sizes(claims, results, train_ctx=LADDER_CTX):
         keep = [(i, c) for i, c in enumerate(cl["comparisons"])
                 if (L := _ladder_lengths(c, cl.get("at", {}))) is not None and L <= ladder]
         if not keep:
-            out.append({"claim": cl, "rows": [], "sizes": sizes, "train_ctx": train_ctx})
+            out.append({"claim": cl, "rows": [], "sizes": sizes})
             continue
         per_size = {}
         for size in sizes:
@@ -569,7 +569,7 @@ def across_sizes(claims, results, train_ctx=LADDER_CTX):
                      else "no trend: one size")
             rows.append({"a": cells[0]["a"], "b": cells[0]["b"], "predicts": cells[0]["predicts"], "cells": cells,
                          "slope": sl, "lo": lo, "hi": hi, "mds": mds, "trend": trend})
-        out.append({"claim": cl, "rows": rows, "sizes": sizes, "params": params, "train_ctx": train_ctx,
+        out.append({"claim": cl, "rows": rows, "sizes": sizes, "params": params,
                     "skipped": len(cl["comparisons"]) - len(rows)})
     return out
 
